@@ -1,0 +1,27 @@
+"""supplyline: find and remove the CPU and disk bottlenecks that starve model training.
+
+The monitor imports without torch; training-side features import torch lazily.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from supplyline.collect.sampler import Monitor as Monitor
+
+__all__ = ["Monitor", "watch", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so that `import supplyline` stays cheap and never drags torch in for the monitor.
+    if name == "Monitor":
+        from supplyline.collect.sampler import Monitor
+
+        return Monitor
+    if name == "watch":
+        from supplyline.doctor.session import watch
+
+        return watch
+    raise AttributeError(f"module 'supplyline' has no attribute {name!r}")

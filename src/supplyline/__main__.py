@@ -1,0 +1,3 @@
+from supplyline.cli import main
+
+raise SystemExit(main())

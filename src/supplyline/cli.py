@@ -1,0 +1,61 @@
+"""One entry point. Each sub-command is a module in ``supplyline.commands``.
+
+A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+Adding a command means adding one module: this file discovers them, so commands written in
+parallel never touch a shared list.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from types import ModuleType
+from typing import Sequence
+
+from supplyline import __version__
+from supplyline.errors import UserError
+
+_ORDER = ["demo", "monitor", "doctor", "report", "compare", "tune", "disk", "pack", "stage", "preprocess"]
+
+
+def _command_modules() -> list[ModuleType]:
+    import supplyline.commands as pkg
+
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")]
+    names.sort(key=lambda n: (_ORDER.index(n) if n in _ORDER else len(_ORDER), n))
+    return [importlib.import_module(f"supplyline.commands.{n}") for n in names]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="supplyline",
+        description="Find and remove the CPU and disk bottlenecks that starve model training.",
+    )
+    parser.add_argument("--version", action="version", version=f"supplyline {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of supplyline's own errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _command_modules():
+        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        if args.debug:
+            raise
+        print(f"supplyline {args.command}: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print(f"supplyline {args.command}: interrupted", file=sys.stderr)
+        return 130
