@@ -1,0 +1,90 @@
+"""RunRecord -> the report: verdict, findings, breakdown, what-if and DataLoader facts.
+
+The report is derived data (schema in docs/report-schema.md); the record stays the source of truth.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from typing import Any
+
+from supplyline.analyze.breakdown import breakdown
+from supplyline.analyze.findings import all_findings, verdict
+from supplyline.analyze.supply import supply_signal
+from supplyline.record import RunRecord
+
+REPORT_VERSION = 1
+
+
+def build_report(record: RunRecord) -> dict[str, Any]:
+    b = breakdown(record)
+    sig = supply_signal(record)
+    loader = sig.loader
+    tune_cmd = loader.get("tune_command") if loader else None
+    findings = all_findings(record, b, sig, tune_cmd)
+    w = record.whatif
+    observed_rate = 1 / b.step_s_median if b.step_s_median else None
+    consumer_rate = 1 / w.compute_only_step_s if w.compute_only_step_s else None
+    loader_rate = (w.loader_only_batches_per_s / b.batches_per_step
+                   if w.loader_only_batches_per_s and b.batches_per_step else None)
+    notes = list(record.notes)
+    if not record.loaders:
+        notes.append("no DataLoader was seen: data wait cannot be measured")
+    elif loader is None:
+        notes.append("no training DataLoader was identified (no optimizer step or backward followed a batch)")
+    if w.enabled and not w.ran and w.note:
+        notes.append(f"what-if skipped: {w.note}")
+    return {
+        "report_version": REPORT_VERSION,
+        "target": asdict(record.target),
+        "outcome": {k: v for k, v in asdict(record.outcome).items() if k != "traceback"},
+        "verdict": verdict(b, findings, record),
+        "findings": [f.to_dict() for f in findings],
+        "steps": {
+            "observed": b.steps, "warmup_excluded": b.warmup_steps_excluded,
+            "step_ms_median": b.step_s_median * 1e3, "step_ms_mean": b.step_s_mean * 1e3,
+            "step_ms_p95": b.step_s_p95 * 1e3, "steps_per_s": b.steps_per_s, "samples_per_s": b.samples_per_s,
+            "batches_per_step": b.batches_per_step,
+        },
+        "phase_share": b.phase_share,
+        "phase_ms_per_step": {p: v / b.steps * 1e3 if b.steps else 0.0 for p, v in b.phase_s.items()},
+        "whatif": {
+            "label": "what-if phases: the job's last batch replayed (compute-only) and its loader drained with no "
+                     "consumer (loader-only); these steps are not part of the observed figures",
+            "enabled": w.enabled, "ran": w.ran, "note": w.note,
+            "observed_steps_per_s": observed_rate, "compute_only_steps_per_s": consumer_rate,
+            "loader_only_steps_per_s": loader_rate,
+            "consumer_bound_speedup": (consumer_rate / observed_rate if consumer_rate and observed_rate else None),
+        },
+        "dataloader": _loader_facts(loader, sig),
+        "top_lines": [{**l, "file": l["file"]} for l in b.top_lines],
+        "data_wait_lines": b.data_wait_lines,
+        "transfers": record.transfers,
+        "checkpoints": {"saves": len(record.saves), "seconds": sum(s["duration_s"] for s in record.saves)},
+        "outside_steps_s": record.outside_steps_s,
+        "notes": notes,
+    }
+
+
+def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | None:
+    if loader is None:
+        return None
+    keys = ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers",
+            "multiprocessing_context", "dataset_type", "dataset_len", "batch_bytes", "epochs_started")
+    facts = {k: loader.get(k) for k in keys}
+    firsts = loader.get("first_batch_s") or []
+    facts["time_to_first_batch_s"] = firsts[0] if firsts else None
+    facts["epoch_first_batch_s"] = firsts
+    facts["stall"] = sig.stall
+    facts["worker_cpu_pct_mean"] = sig.worker_cpu_pct_mean
+    facts["host_cpu_busy_pct_mean"] = sig.host_cpu_busy_pct_mean
+    facts["tune_command"] = loader.get("tune_command")
+    return facts
+
+
+def short_path(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+        return rel if not rel.startswith("..") else path
+    except ValueError:
+        return path

@@ -1,0 +1,88 @@
+"""The producer side: DataLoader configuration, worker CPU, and the prep-vs-fetch cross-signal.
+
+The seed's §2.2 signal: the trainer waits on data while the workers are busy -> preprocessing is
+too slow (prep stall); the trainer waits while the workers sit idle -> they wait on storage (fetch
+stall). With ``num_workers=0`` the training thread loads the data itself, so its own CPU time
+during the waits tells the same story.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from supplyline.record import RunRecord
+
+BUSY_WORKER_PCT = 60.0
+IDLE_WORKER_PCT = 30.0
+
+
+@dataclass
+class SupplySignal:
+    loader: dict[str, Any] | None
+    stall: str  # "prep", "fetch", "mixed" or "unknown"
+    workers_seen: int
+    worker_cpu_pct_mean: float | None  # per worker, 100 = one core
+    host_cpu_busy_pct_mean: float | None
+    trainer_cpu_share_in_wait: float | None  # num_workers=0: CPU time / wall time while waiting
+    evidence: str
+    swap_bytes_per_s: float
+
+
+def train_loader(record: RunRecord) -> dict[str, Any] | None:
+    return next((l for l in record.loaders if l["role"] == "train"), None)
+
+
+def _window_samples(record: RunRecord) -> list[dict[str, Any]]:
+    """Monitor samples taken while observed steps ran."""
+    samples = record.monitor.get("samples") or []
+    obs = record.observed_steps
+    t0 = record.monitor.get("t0_unix_s")
+    if not samples or not obs or t0 is None:
+        return samples
+    st = record.steps
+    lo = t0 + st["start_s"][obs[0]]
+    hi = t0 + st["start_s"][obs[-1]] + st["duration_s"][obs[-1]]
+    inside = [s for s in samples if lo <= s["time_unix_s"] <= hi + 0.5]
+    return inside or samples
+
+
+def supply_signal(record: RunRecord) -> SupplySignal:
+    loader = train_loader(record)
+    samples = _window_samples(record)
+    workers = loader["num_workers"] if loader else 0
+    host_busy = statistics.mean(s["cpu"]["busy_pct"] for s in samples) if samples else None
+    swap = statistics.mean(s["memory"]["swap_in_bytes_per_s"] + s["memory"]["swap_out_bytes_per_s"]
+                           for s in samples) if samples else 0.0
+    if loader is None:
+        return SupplySignal(None, "unknown", 0, None, host_busy, None, "no DataLoader was seen", swap)
+    if workers == 0:
+        st = record.steps
+        wait = sum(st["data_wait_s"][i] for i in record.observed_steps)
+        cpu = sum(st["data_wait_cpu_s"][i] for i in record.observed_steps)
+        share = cpu / wait if wait > 0 else None
+        stall = "unknown" if share is None else "prep" if share >= 0.6 else "fetch" if share <= 0.3 else "mixed"
+        ev = (f"num_workers=0: the training thread loads every batch itself and was on the CPU "
+              f"{(share or 0) * 100:.0f}% of its waiting time")
+        return SupplySignal(loader, stall, 0, None, host_busy, share, ev, swap)
+    per_sample = []
+    seen = 0
+    for s in samples:
+        kids = [p for p in s.get("processes", []) if p["role"] != "root"]
+        seen = max(seen, len(kids))
+        if kids:
+            per_sample.append(sum(p["cpu_pct"] for p in kids))
+    if not per_sample:
+        return SupplySignal(loader, "unknown", seen, None, host_busy, None,
+                            "worker CPU was not measured (no host monitor samples)", swap)
+    per_worker = statistics.mean(per_sample) / max(workers, 1)
+    saturated = host_busy is not None and host_busy >= 85.0
+    if per_worker >= BUSY_WORKER_PCT or saturated:
+        stall = "prep"
+    elif per_worker <= IDLE_WORKER_PCT and not (host_busy is not None and host_busy >= 70.0):
+        stall = "fetch"
+    else:
+        stall = "mixed"
+    ev = (f"{workers} workers averaged {per_worker:.0f}% of a core each"
+          + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else ""))
+    return SupplySignal(loader, stall, seen, per_worker, host_busy, None, ev, swap)

@@ -1,0 +1,167 @@
+"""The step clock: turns hook events into training steps with a time per phase.
+
+A training step is one optimizer update. With a DataLoader, a step runs from the start of the
+training loader's fetch to the start of the next fetch that follows an update, so a GAN that steps
+two optimizers per batch counts one step, and gradient accumulation (k fetches, one update) counts
+one step of k batches. The training loader is the one whose fetches are followed by updates; a
+validation loader's fetches end the open step and their time is kept outside the steps.
+Without a DataLoader, steps run from one update of the first optimizer seen to the next; without
+an optimizer, ``backward()`` calls stand in for updates.
+
+Only the outermost hooked phase counts (a dataset that prints inside a fetch is data wait, not
+logging), and only events on the training thread count. Everything here runs on the training
+thread's hot path: plain attribute updates, no allocation beyond appending a step's numbers.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked")
+STEP_FIELDS = ("start_s", "duration_s", *(f"{p}_s" for p in PHASES), "batches", "h2d_bytes",
+               "data_wait_cpu_s", "whatif")
+
+_now = time.perf_counter
+
+
+class StepClock:
+    """Collects per-step phase times. Columnar storage keeps per-step cost to a few appends."""
+
+    def __init__(self, on_step_closed: Callable[[int], None] | None = None) -> None:
+        self.t0 = _now()
+        self.train_tid = threading.get_ident()
+        self.steps: dict[str, list[float]] = {f: [] for f in STEP_FIELDS}
+        self.outside: dict[str, float] = {p: 0.0 for p in PHASES}
+        self.outside["eval_loader_wait"] = 0.0
+        self.train_loader: int | None = None
+        self.last_fetch_loader: int | None = None
+        self.lead_updater: int | None = None  # id() of the optimizer (or 0 for backward) that marks boundaries
+        self.has_optimizer = False
+        self.open_start: float | None = None
+        self.updates = 0
+        self.acc = dict.fromkeys(PHASES, 0.0)
+        self.batches = 0
+        self.h2d_bytes = 0
+        self.data_wait_cpu = 0.0
+        self.depth = 0  # >0 while inside an outer hooked phase
+        self.phase: str | None = None  # current outer phase, read by the stack sampler
+        self.whatif_label = 0.0  # 0 observed, 1 compute-only replay
+        self.on_step_closed = on_step_closed
+
+    # -- phases -------------------------------------------------------------------------------
+    def enter(self, phase: str) -> float:
+        """Start an outer phase; returns its start time, or -1.0 when nested or off-thread."""
+        if self.depth or threading.get_ident() != self.train_tid:
+            return -1.0
+        self.depth = 1
+        self.phase = phase
+        return _now()
+
+    def leave(self, phase: str, started: float) -> None:
+        if started < 0:
+            return
+        elapsed = _now() - started
+        self.depth = 0
+        self.phase = None
+        if self.open_start is None:
+            self.outside[phase] += elapsed
+        else:
+            self.acc[phase] += elapsed
+
+    # -- fetches and updates ------------------------------------------------------------------
+    def fetch_begin(self, loader_id: int, t: float) -> bool:
+        """Called at the start of a DataLoader fetch; returns True if it counts as a training fetch."""
+        self.last_fetch_loader = loader_id
+        train = self.train_loader
+        if train is not None and loader_id != train:
+            if self.open_start is not None and self.updates:
+                self._close(t)
+            self.open_start = None  # an eval loop: its time stays outside the steps
+            return False
+        if self.open_start is not None and self.updates:
+            self._close(t)
+            self._open(t)
+        elif self.open_start is None or train is None:
+            self._open(t)  # first fetch, or fetches before any update (discarded pre-training loops)
+        return True
+
+    def add_fetch(self, counted: bool, wait_s: float, cpu_s: float) -> None:
+        if not counted:
+            self.outside["eval_loader_wait"] += wait_s
+            return
+        if self.open_start is None:
+            self.outside["data_wait"] += wait_s
+            return
+        self.acc["data_wait"] += wait_s
+        self.data_wait_cpu += cpu_s
+        self.batches += 1
+
+    def update(self, updater_id: int) -> None:
+        """An optimizer step finished (or a backward, when the job has no optimizer)."""
+        if threading.get_ident() != self.train_tid:
+            return
+        if updater_id != 0:
+            self.has_optimizer = True
+        elif self.has_optimizer:
+            return
+        if self.train_loader is None and self.last_fetch_loader is not None:
+            self.train_loader = self.last_fetch_loader
+        if self.train_loader is None:
+            # No DataLoader: the first updater seen marks the boundaries; an optimizer outranks backward.
+            if self.lead_updater is None or (self.lead_updater == 0 and updater_id != 0):
+                self.lead_updater = updater_id
+            if updater_id == self.lead_updater:
+                t = _now()
+                if self.open_start is not None:
+                    self.updates += 1
+                    self._close(t)
+                self._open(t)
+            return
+        self.updates += 1
+
+    def add_h2d(self, nbytes: int) -> None:
+        self.h2d_bytes += nbytes
+
+    # -- steps --------------------------------------------------------------------------------
+    def _open(self, t: float) -> None:
+        self.open_start = t
+        self.updates = 0
+        for k in self.acc:
+            self.acc[k] = 0.0
+        self.batches = 0
+        self.h2d_bytes = 0
+        self.data_wait_cpu = 0.0
+
+    def _close(self, t: float) -> None:
+        start = self.open_start
+        if start is None:
+            return
+        s = self.steps
+        s["start_s"].append(start - self.t0)
+        s["duration_s"].append(t - start)
+        for p in PHASES:
+            s[f"{p}_s"].append(self.acc[p])
+        s["batches"].append(self.batches)
+        s["h2d_bytes"].append(self.h2d_bytes)
+        s["data_wait_cpu_s"].append(self.data_wait_cpu)
+        s["whatif"].append(self.whatif_label)
+        self.open_start = None
+        if self.on_step_closed is not None:
+            self.on_step_closed(len(s["duration_s"]))
+
+    def finish(self) -> None:
+        """At the end of the run: a step with an update in it is complete; a partial one is dropped."""
+        if self.open_start is not None and self.updates:
+            self._close(_now())
+        self.open_start = None
+
+    @property
+    def step_count(self) -> int:
+        return len(self.steps["duration_s"])
+
+    def elapsed(self) -> float:
+        return _now() - self.t0
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"steps": {k: list(v) for k, v in self.steps.items()}, "outside_steps_s": dict(self.outside)}

@@ -1,0 +1,366 @@
+"""Hooks into the running job: DataLoader fetches, optimizer steps, backward, H2D copies, logging,
+checkpoints. Each patch is undone by ``uninstall``; each wrapper is a few attribute reads and two
+clock reads, because it runs on the training thread every step.
+
+Where the hooks sit and why (see NOTES.md):
+- ``_BaseDataLoaderIter.__next__`` is defined once on the base class; both iterators inherit it.
+- ``DataLoader.__iter__`` creates the iterator (and starts the workers): its time is data wait too.
+- ``register_optimizer_step_pre/post_hook`` are global and cover every ``torch.optim.Optimizer``.
+- ``Tensor.backward`` calls ``torch.autograd.backward`` by attribute, so patching the module
+  function sees every backward.
+- ``torch.save`` is patched before the script runs; code that imported it by name earlier keeps
+  the original (documented limitation).
+"""
+from __future__ import annotations
+
+import builtins
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+from supplyline.collect.steps import StepClock
+
+_now = time.perf_counter
+_cpu = time.thread_time
+
+
+@dataclass
+class LoaderInfo:
+    loader_id: int
+    batch_size: int | None
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    persistent_workers: bool
+    multiprocessing_context: str | None
+    dataset_type: str
+    dataset_len: int | None
+    dataset_module: str | None
+    epochs_started: int = 0
+    iter_create_s: list[float] = field(default_factory=list)
+    first_batch_s: list[float] = field(default_factory=list)  # per epoch: iterator creation + first fetch
+    batches_fetched: int = 0
+    fetch_wait_s: float = 0.0
+    batch_bytes: int | None = None
+
+
+@dataclass
+class TransferStats:
+    copies: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    pinned: int = 0
+    pageable: int = 0
+    non_blocking: int = 0
+    blocking: int = 0
+
+
+@dataclass
+class SaveEvent:
+    kind: str  # "torch.save" | "dcp.save" | "dcp.async_save"
+    start_s: float
+    duration_s: float
+    target: str
+    in_step: bool
+
+
+class Controller:
+    """What the DataLoader hook does beyond observing: replay, drain, or stop (what-if phases)."""
+
+    OBSERVE, REPLAY, DRAIN, STOP = 0, 1, 2, 3
+
+    def __init__(self) -> None:
+        self.mode = self.OBSERVE
+        self.last_batch: Any = None
+        self.drain_handler: Callable[[Any, Callable[[Any], Any]], Any] | None = None
+
+
+class TorchHooks:
+    """Installs every hook on one StepClock; ``uninstall`` restores the originals."""
+
+    def __init__(self, clock: StepClock, controller: Controller) -> None:
+        self.clock = clock
+        self.ctl = controller
+        self.loaders: dict[int, LoaderInfo] = {}
+        self.transfers = TransferStats()
+        self.saves: list[SaveEvent] = []
+        self.logging_calls = 0
+        self._undo: list[Callable[[], None]] = []
+        self._iter_started: dict[int, float] = {}
+        self._dcp_patched = False
+
+    # -- install / uninstall ------------------------------------------------------------------
+    def install(self) -> None:
+        self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
+        self._patch(DataLoader, "__iter__", self._wrap_iter)
+        self._hook_optimizers()
+        self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._patch(builtins, "print", self._wrap_phase("logging", count=True))
+        self._patch(logging.Logger, "handle", self._wrap_phase("logging", count=True))
+        for name in ("fsync", "fdatasync"):
+            if hasattr(os, name):
+                self._patch(os, name, self._wrap_phase("logging"))
+        for owner in (torch, torch.serialization):
+            self._patch(owner, "save", self._wrap_save("torch.save"))
+        if torch.cuda.is_available():  # H2D copies only exist with a device; skip the cost on CPU
+            self._patch(torch.Tensor, "to", self._wrap_to)
+            self._patch(torch.Tensor, "cuda", self._wrap_to)
+        self.maybe_patch_dcp()
+
+    def uninstall(self) -> None:
+        while self._undo:
+            try:
+                self._undo.pop()()
+            except Exception:  # restoring must never break the user's exit path
+                pass
+
+    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+        own = name in getattr(owner, "__dict__", {})
+        original = owner.__dict__[name] if own else getattr(owner, name)
+        setattr(owner, name, make(original))
+        # An inherited attribute (Tensor.to comes from the C base) is un-shadowed, not re-set.
+        self._undo.append((lambda: setattr(owner, name, original)) if own else (lambda: delattr(owner, name)))
+
+    def maybe_patch_dcp(self) -> None:
+        """torch.distributed.checkpoint costs seconds to import: patch it once the script has."""
+        if self._dcp_patched or "torch.distributed.checkpoint" not in sys.modules:
+            return
+        self._dcp_patched = True
+        dcp = sys.modules["torch.distributed.checkpoint"]
+        for name, kind in (("save", "dcp.save"), ("async_save", "dcp.async_save")):
+            if hasattr(dcp, name):
+                self._patch(dcp, name, self._wrap_save(kind))
+
+    # -- DataLoader ---------------------------------------------------------------------------
+    def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        hooks = self
+
+        def __iter__(loader: Any) -> Any:
+            t = _now()
+            it = original(loader)
+            lid = id(loader)
+            info = hooks.loaders.get(lid) or hooks._describe(loader)
+            info.epochs_started += 1
+            info.iter_create_s.append(_now() - t)
+            try:
+                it._supplyline_loader_id = lid
+            except AttributeError:  # a user iterator class with __slots__: fall back to the dataset id
+                pass
+            hooks._iter_started[lid] = t
+            return it
+
+        return __iter__
+
+    def _describe(self, loader: Any) -> LoaderInfo:
+        ds = loader.dataset
+        try:
+            n: int | None = len(ds)
+        except Exception:
+            n = None
+        ctx = loader.multiprocessing_context
+        info = LoaderInfo(
+            loader_id=id(loader), batch_size=loader.batch_size, num_workers=loader.num_workers,
+            pin_memory=bool(loader.pin_memory), prefetch_factor=loader.prefetch_factor,
+            persistent_workers=bool(loader.persistent_workers),
+            multiprocessing_context=(ctx.get_start_method() if ctx is not None else None),
+            dataset_type=type(ds).__qualname__, dataset_len=n, dataset_module=type(ds).__module__,
+        )
+        self.loaders[id(loader)] = info
+        return info
+
+    def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        hooks, clock, ctl = self, self.clock, self.ctl
+
+        def __next__(it: Any) -> Any:
+            lid = getattr(it, "_supplyline_loader_id", None) or id(it._dataset)
+            t = _now()
+            first = it._num_yielded == 0
+            if first:
+                t = hooks._iter_started.pop(lid, t)
+            counted = clock.fetch_begin(lid, t)
+            if counted and ctl.mode != Controller.OBSERVE:
+                return hooks._intercept(it, original)
+            outer = clock.depth == 0
+            if outer:
+                clock.depth, clock.phase = 1, "data_wait"
+            c0 = _cpu()
+            try:
+                batch = original(it)
+            finally:
+                if outer:
+                    clock.depth, clock.phase = 0, None
+                wait = _now() - t
+                clock.add_fetch(counted, wait, _cpu() - c0)
+            info = hooks.loaders.get(lid)
+            if info is not None:
+                info.batches_fetched += 1
+                info.fetch_wait_s += wait
+                if first:
+                    info.first_batch_s.append(wait)
+                if info.batch_bytes is None:
+                    info.batch_bytes = batch_nbytes(batch)
+            if counted:
+                ctl.last_batch = batch
+            return batch
+
+        return __next__
+
+    def _intercept(self, it: Any, original: Callable[[Any], Any]) -> Any:
+        from supplyline.launch import StopTraining
+
+        ctl = self.ctl
+        if ctl.mode == Controller.REPLAY:
+            self.clock.add_fetch(True, 0.0, 0.0)
+            return ctl.last_batch
+        if ctl.mode == Controller.DRAIN and ctl.drain_handler is not None:
+            ctl.drain_handler(it, original)
+        raise StopTraining()
+
+    # -- optimizer and backward ---------------------------------------------------------------
+    def _hook_optimizers(self) -> None:
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        clock = self.clock
+        started: dict[int, float] = {}
+
+        def pre(opt: Any, args: Any, kwargs: Any) -> None:
+            started[id(opt)] = clock.enter("compute_hooked")
+
+        def post(opt: Any, args: Any, kwargs: Any) -> None:
+            clock.leave("compute_hooked", started.pop(id(opt), -1.0))
+            self.maybe_patch_dcp()
+            clock.update(id(opt))
+
+        h1, h2 = register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)
+        self._undo.append(h1.remove)
+        self._undo.append(h2.remove)
+
+    def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self.clock
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            t = clock.enter("compute_hooked")
+            try:
+                return original(*args, **kwargs)
+            finally:
+                clock.leave("compute_hooked", t)
+                clock.update(0)
+
+        return backward
+
+    # -- logging and checkpoints --------------------------------------------------------------
+    def _wrap_phase(self, phase: str, count: bool = False) -> Callable[[Any], Any]:
+        clock, hooks = self.clock, self
+
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                t = clock.enter(phase)
+                if count and t >= 0:
+                    hooks.logging_calls += 1
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    clock.leave(phase, t)
+
+            wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+            wrapper.__name__ = getattr(original, "__name__", "wrapper")
+            wrapper.__doc__ = getattr(original, "__doc__", None)
+            return wrapper
+
+        return make
+
+    def _wrap_save(self, kind: str) -> Callable[[Any], Any]:
+        clock, hooks = self.clock, self
+
+        def make(original: Callable[..., Any]) -> Callable[..., Any]:
+            def save(*args: Any, **kwargs: Any) -> Any:
+                t = clock.enter("checkpoint")
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    if t >= 0:
+                        in_step = clock.open_start is not None
+                        clock.leave("checkpoint", t)
+                        target = args[1] if len(args) > 1 else kwargs.get("f", kwargs.get("checkpoint_id", ""))
+                        hooks.saves.append(SaveEvent(kind, t - clock.t0, _now() - t, str(target)[:200], in_step))
+
+            save.__wrapped__ = original  # type: ignore[attr-defined]
+            save.__doc__ = original.__doc__
+            return save
+
+        return make
+
+    # -- host-to-device copies (CUDA only) ----------------------------------------------------
+    def _wrap_to(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock, stats = self.clock, self.transfers
+        is_cuda_method = getattr(original, "__name__", "") == "cuda"
+
+        def to(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+            if clock.depth or tensor.device.type != "cpu" or isinstance(tensor, torch.nn.Parameter):
+                return original(tensor, *args, **kwargs)
+            if not (is_cuda_method or targets_cuda(args, kwargs)):
+                return original(tensor, *args, **kwargs)
+            t = clock.enter("transfer")
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                clock.leave("transfer", t)
+                if t >= 0:
+                    nbytes = tensor.numel() * tensor.element_size()
+                    stats.copies += 1
+                    stats.bytes += nbytes
+                    stats.seconds += _now() - t
+                    clock.add_h2d(nbytes)
+                    if tensor.is_pinned():
+                        stats.pinned += 1
+                    else:
+                        stats.pageable += 1
+                    if non_blocking_requested(args, kwargs):
+                        stats.non_blocking += 1
+                    else:
+                        stats.blocking += 1
+
+        return to
+
+
+def targets_cuda(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Does a ``Tensor.to(...)`` call move to a CUDA device? (Pure: tested on CPU.)"""
+    candidates = list(args[:1]) + [kwargs.get("device")]
+    for a in candidates:
+        if a is None or isinstance(a, bool):
+            continue
+        if isinstance(a, torch.device):
+            return a.type == "cuda"
+        if isinstance(a, str):
+            return a.startswith("cuda")
+        if isinstance(a, int):
+            return True  # .to(0) means cuda:0
+        if isinstance(a, torch.Tensor):
+            return a.device.type == "cuda"
+    return False
+
+
+def non_blocking_requested(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    if "non_blocking" in kwargs:
+        return bool(kwargs["non_blocking"])
+    return any(isinstance(a, bool) and a for a in args[1:3])
+
+
+def batch_nbytes(batch: Any, _depth: int = 0) -> int:
+    """Bytes of the tensors in a batch (nested tuples, lists, dicts)."""
+    if isinstance(batch, torch.Tensor):
+        return batch.numel() * batch.element_size()
+    if _depth > 4:
+        return 0
+    if isinstance(batch, dict):
+        return sum(batch_nbytes(v, _depth + 1) for v in batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(batch_nbytes(v, _depth + 1) for v in batch)
+    return 0

@@ -1,0 +1,82 @@
+"""`supplyline doctor`: run an unchanged training script, attribute every step's time, one verdict."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from supplyline.errors import UserError
+
+NAME = "doctor"
+HELP = "run a training script unchanged and find what starves it (data wait, transfer, logging, checkpoints)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="supplyline-report", metavar="DIR", help="where to write the report (default: %(default)s)")
+    p.add_argument("--steps", type=int, metavar="N", help="stop the job cleanly after N observed training steps")
+    p.add_argument("--seconds", type=float, metavar="T", help="stop the job cleanly after T seconds of training")
+    p.add_argument("--no-what-if", dest="what_if", action="store_false",
+                   help="skip the what-if phases (compute-only replay, loader-only drain) after the observed steps")
+    p.add_argument("--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)")
+    p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
+    p.add_argument("-m", dest="module_args", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
+                   help="run a module as `python -m MODULE` would")
+    p.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT.py ARGS",
+                   help="the training script and its arguments (everything after it goes to the script)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from supplyline.launch import parse_target
+
+    for name in ("steps", "what_if_steps"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.seconds is not None and args.seconds <= 0:
+        raise UserError("--seconds must be greater than 0")
+    if args.module_args:
+        target = parse_target(args.module_args[1:], module=args.module_args[0])
+    elif args.module_args is not None:
+        raise UserError("-m needs a module name")
+    else:
+        target = parse_target(args.target)
+    out_dir = os.path.abspath(args.out)
+    _check_writable(out_dir)
+    return _diagnose(target, out_dir, args)
+
+
+def _check_writable(out_dir: str) -> None:
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create the report directory {out_dir}: {exc.strerror}") from exc
+    if not os.access(out_dir, os.W_OK):
+        raise UserError(f"the report directory {out_dir} is not writable")
+
+
+def _diagnose(target, out_dir: str, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+    from supplyline.doctor.output import write_outputs
+    from supplyline.doctor.session import DoctorSession
+    from supplyline.launch import run_target
+    from supplyline.record import TargetInfo
+
+    info = TargetInfo(target.kind, target.name, target.args, os.getcwd())
+    session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
+                            what_if_steps=args.what_if_steps)
+    session.start()
+    outcome = run_target(target)
+    if outcome.traceback_text:
+        sys.stderr.write(outcome.traceback_text)  # the script's own traceback, as python would show it
+    elif outcome.reason == "sys_exit" and outcome.exception_message:
+        print(outcome.exception_message, file=sys.stderr)
+    try:
+        record = session.stop(outcome)
+        write_outputs(record, out_dir, quiet=args.quiet)
+        if outcome.reason == "stopped" and session.stop_message:
+            print(f"supplyline doctor: {session.stop_message}", file=sys.stderr)
+    except UserError:
+        raise
+    except Exception as exc:  # supplyline's own failure must not change the script's exit code
+        print(f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
+    return outcome.exit_code

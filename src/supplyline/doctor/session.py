@@ -1,0 +1,219 @@
+"""A doctor session: hooks + stack sampler + host monitor around a training job, ending in a RunRecord.
+
+The session never harms the job: every piece that can fail on an odd machine (the monitor, NVML,
+the sampler) degrades to a note in the record, and the hooks are always uninstalled.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+import warnings
+from dataclasses import asdict
+from typing import Any, Callable, Iterator
+
+import psutil
+import torch
+
+from supplyline.collect.stack_sampler import StackSampler
+from supplyline.collect.steps import StepClock
+from supplyline.collect.torch_hooks import Controller, TorchHooks
+from supplyline.launch import Outcome, StopTraining
+from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
+
+
+class DoctorSession:
+    def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
+                 what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
+                 sampler_interval_s: float = 0.015) -> None:
+        self.target = target
+        self.out_dir = out_dir
+        self.steps_limit = steps
+        self.seconds_limit = seconds
+        self.what_if_steps = what_if_steps
+        self.ctl = Controller()
+        self.clock = StepClock(on_step_closed=self._on_step_closed)
+        self.hooks = TorchHooks(self.clock, self.ctl)
+        self.sampler = StackSampler(self.clock, sampler_interval_s)
+        self.monitor: Any = None
+        self.monitor_interval_s = monitor_interval_s
+        self.notes: list[str] = []
+        self.whatif = WhatIfInfo(enabled=what_if, ran=False, note="", steps_requested=what_if_steps)
+        self.observed_steps: int | None = None
+        self.stop_message: str | None = None
+        self.t0_unix = time.time()
+        self._started = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.t0_unix = time.time()
+        self.clock.t0 = time.perf_counter()
+        self.hooks.install()
+        self.ctl.drain_handler = self._drain
+        try:
+            self.sampler.start()
+        except Exception as exc:  # pragma: no cover - thread start failing means a broken interpreter
+            self.notes.append(f"stack sampler did not start: {exc}")
+        self._start_monitor()
+        self._started = True
+
+    def _start_monitor(self) -> None:
+        try:
+            from supplyline.collect.sampler import Monitor
+
+            os.makedirs(self.out_dir, exist_ok=True)
+            self.monitor = Monitor(interval=self.monitor_interval_s,
+                                   log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid())
+            self.monitor.start()
+        except Exception as exc:  # the diagnosis goes on without host metrics
+            self.monitor = None
+            self.notes.append(f"host monitor unavailable: {exc}")
+
+    def stop(self, outcome: Outcome) -> RunRecord:
+        wall = time.perf_counter() - self.clock.t0
+        self.clock.finish()
+        self.hooks.uninstall()
+        self.sampler.stop()
+        monitor_data = self._stop_monitor()
+        return self._build_record(outcome, wall, monitor_data)
+
+    def _stop_monitor(self) -> dict[str, Any]:
+        if self.monitor is None:
+            return {"interval_s": self.monitor_interval_s, "samples": [], "gpu_note": None}
+        try:
+            self.monitor.stop()
+            samples = [s.to_dict() for s in self.monitor.samples]
+            gpu_note = getattr(self.monitor, "gpu_note", None)
+        except Exception as exc:
+            self.notes.append(f"host monitor failed: {exc}")
+            samples, gpu_note = [], None
+        return {"interval_s": self.monitor_interval_s, "samples": samples, "gpu_note": gpu_note,
+                "t0_unix_s": self.t0_unix}
+
+    # -- stopping and what-if -----------------------------------------------------------------
+    def _on_step_closed(self, n: int) -> None:
+        ctl = self.ctl
+        if ctl.mode == Controller.OBSERVE:
+            if not self._limit_reached(n):
+                return
+            self.observed_steps = n
+            self.stop_message = f"stopped after {n} steps"
+            if self.whatif.enabled and self.clock.train_loader is not None and ctl.last_batch is not None:
+                ctl.mode = Controller.REPLAY
+                self.clock.whatif_label = 1.0
+                return
+            if not self.whatif.enabled:
+                self.whatif.note = "what-if phases off (--no-what-if)"
+            else:
+                self.whatif.note = "no training DataLoader was seen: nothing to replay or drain"
+            ctl.mode = Controller.STOP
+            if self.clock.train_loader is None:
+                raise StopTraining()
+        elif ctl.mode == Controller.REPLAY and self.observed_steps is not None:
+            if n >= self.observed_steps + self.what_if_steps:
+                ctl.mode = Controller.DRAIN
+
+    def _limit_reached(self, n: int) -> bool:
+        if self.steps_limit is not None and n >= self.steps_limit:
+            return True
+        return self.seconds_limit is not None and self.clock.elapsed() >= self.seconds_limit
+
+    def _drain(self, it: Any, next_batch: Callable[[Any], Any]) -> None:
+        """Loader-only what-if: pull batches with no consumer; skip the ones already prefetched."""
+        info = self.hooks.loaders.get(self.clock.train_loader or -1)
+        queued = (info.num_workers * (info.prefetch_factor or 0)) if info else 0
+        times: list[float] = []
+        self.clock.depth = 1  # the drain is not the job's logging or data wait
+        try:
+            for _ in range(queued + self.what_if_steps):
+                times.append(time.perf_counter())
+                next_batch(it)
+        except StopIteration:
+            pass
+        finally:
+            self.clock.depth = 0
+        times.append(time.perf_counter())
+        measured = times[min(queued, max(len(times) - 2, 0)):]
+        if len(measured) >= 3:
+            self.whatif.loader_only_batches = len(measured) - 1
+            self.whatif.loader_only_batches_per_s = (len(measured) - 1) / (measured[-1] - measured[0])
+
+    # -- the record ---------------------------------------------------------------------------
+    def _build_record(self, outcome: Outcome, wall: float, monitor_data: dict[str, Any]) -> RunRecord:
+        steps = self.clock.snapshot()
+        replay = [d for d, w in zip(steps["steps"]["duration_s"], steps["steps"]["whatif"]) if w]
+        if replay:
+            self.whatif.compute_only_steps = len(replay)
+            self.whatif.compute_only_step_s = statistics.median(replay)
+        self.whatif.ran = bool(replay) and self.whatif.loader_only_batches_per_s is not None
+        if self.whatif.enabled and not self.whatif.ran and not self.whatif.note:
+            self.whatif.note = ("the script ended before the what-if phases (use --steps N or --seconds T)"
+                                if self.observed_steps is None else "the loader ran out during the what-if phases")
+        lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
+        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other"}
+                   for lid, info in self.hooks.loaders.items()]
+        return RunRecord(
+            **new_version_fields(),
+            target=self.target,
+            host=host_info(),
+            outcome=OutcomeInfo(outcome.exit_code, outcome.reason,
+                                self.stop_message if outcome.reason == "stopped" else None,
+                                outcome.exception_type, outcome.exception_message, outcome.traceback_text, wall),
+            steps=steps["steps"],
+            outside_steps_s=steps["outside_steps_s"],
+            train_loader_id=self.clock.train_loader,
+            loaders=loaders,
+            transfers=asdict(self.hooks.transfers),
+            saves=[asdict(s) for s in self.hooks.saves],
+            logging_calls=self.hooks.logging_calls,
+            line_samples=lines,
+            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples},
+            whatif=self.whatif,
+            monitor=monitor_data,
+            gpu={"available": torch.cuda.is_available()},
+            notes=self.notes,
+        )
+
+
+def host_info() -> HostInfo:
+    try:
+        shm: int | None = shutil.disk_usage("/dev/shm").free
+    except OSError:
+        shm = None
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return HostInfo(cpu_count=os.cpu_count() or 1, total_memory_bytes=psutil.virtual_memory().total,
+                    torch_version=torch.__version__, torch_threads=torch.get_num_threads(),
+                    cuda_available=torch.cuda.is_available(), gpu_names=gpus, shm_free_bytes=shm,
+                    platform=f"{platform.system()} {platform.machine()} Python {platform.python_version()}")
+
+
+@contextlib.contextmanager
+def watch(out: str = "supplyline-report", steps: int | None = None, seconds: float | None = None,
+          what_if: bool = True, what_if_steps: int = 20, quiet: bool = False) -> Iterator[DoctorSession]:
+    """Library form of the doctor for notebooks: ``with supplyline.watch() as run: <training loop>``.
+
+    Produces the same record and reports as ``supplyline doctor``. Reaching ``steps``/``seconds``
+    ends the block early (the loop is interrupted and execution resumes after the ``with``).
+    """
+    from supplyline.doctor.output import write_outputs
+
+    target = TargetInfo("library", sys.argv[0] if sys.argv else "", sys.argv[1:], os.getcwd())
+    session = DoctorSession(target, out, steps, seconds, what_if, what_if_steps)
+    session.start()
+    outcome = Outcome(0, "completed")
+    try:
+        yield session
+    except StopTraining:
+        outcome = Outcome(0, "stopped")
+    except BaseException as exc:
+        outcome = Outcome(1, "exception", type(exc).__name__, str(exc))
+        raise
+    finally:
+        with warnings.catch_warnings():
+            record = session.stop(outcome)
+            session.record = record  # type: ignore[attr-defined]
+            write_outputs(record, out, quiet=quiet)
