@@ -102,6 +102,7 @@ class TorchHooks:
         self._patch(DataLoader, "__iter__", self._wrap_iter)
         self._hook_optimizers()
         self._patch(torch.autograd, "backward", self._wrap_backward)
+        self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
         self._patch(builtins, "print", self._wrap_phase("logging", count=True))
         self._patch(logging.Logger, "handle", self._wrap_phase("logging", count=True))
         for name in ("fsync", "fdatasync"):
@@ -241,6 +242,16 @@ class TorchHooks:
         h1, h2 = register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)
         self._undo.append(h1.remove)
         self._undo.append(h2.remove)
+
+    def _wrap_optimizer_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        clock = self.clock
+
+        def __init__(opt: Any, *args: Any, **kwargs: Any) -> None:
+            # Known before its first step, so backward() calls of a first accumulated step are not updates.
+            clock.has_optimizer = True
+            original(opt, *args, **kwargs)
+
+        return __init__
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
         clock = self.clock

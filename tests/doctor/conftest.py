@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+ZOO = os.path.join(os.path.dirname(__file__), "zoo")
+
+
+def zoo(name: str) -> str:
+    return os.path.join(ZOO, name)
+
+
+class DoctorRun:
+    def __init__(self, proc: Any, out: str) -> None:
+        self.proc = proc
+        self.out = out
+
+    @property
+    def report(self) -> dict[str, Any]:
+        with open(os.path.join(self.out, "report.json")) as fh:
+            return json.load(fh)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        with open(os.path.join(self.out, "record.json")) as fh:
+            return json.load(fh)
+
+
+@pytest.fixture
+def zoo_path():
+    return zoo
+
+
+@pytest.fixture
+def doctor(tmp_path, cli):
+    def run(*args: str, cwd: str | None = None, env: dict[str, str] | None = None) -> DoctorRun:
+        out = str(tmp_path / "report")
+        proc = cli(["doctor", "--out", out, *args], cwd=cwd or str(tmp_path), env=env)
+        return DoctorRun(proc, out)
+
+    return run

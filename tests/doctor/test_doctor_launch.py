@@ -1,0 +1,96 @@
+"""Running the target unchanged: the pyinstrument-style probe, exit codes and bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+
+def probe_output(stdout: str) -> dict:
+    return json.loads(next(l for l in stdout.splitlines() if l.startswith("PROBE "))[6:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["script", "dashdash", "module"])
+def test_probe_sees_the_same_as_under_plain_python(doctor, tmp_path, form, zoo_path):
+    script = zoo_path("probe.py")
+    env = {"PROBE_EXIT": "3", "PYTHONPATH": os.pathsep.join([os.path.dirname(script), os.environ.get("PYTHONPATH", "")])}
+    plain_cmd = [sys.executable, script, "--steps", "7", "x"] if form != "module" else [sys.executable, "-m", "probe", "--steps", "7", "x"]
+    plain = subprocess.run(plain_cmd, cwd=str(tmp_path), env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    args = {"script": [script, "--steps", "7", "x"], "dashdash": ["--", "python", script, "--steps", "7", "x"],
+            "module": ["-m", "probe", "--steps", "7", "x"]}[form]
+    run = doctor(*args, env=env)
+    assert plain.returncode == 3 and run.proc.returncode == 3, run.proc.stderr
+    ours, theirs = probe_output(run.proc.stdout), probe_output(plain.stdout)
+    if form == "module":
+        # python -m puts '' or the cwd first; we put the absolute cwd, as runpy would resolve it.
+        assert os.path.abspath(ours.pop("path0") or ".") == os.path.abspath(theirs.pop("path0") or str(tmp_path))
+    assert ours == theirs
+    assert ours["spawned"] == [0, 1, 2, 3]
+    assert os.path.exists(os.path.join(run.out, "record.json"))
+
+
+def test_missing_script(doctor, zoo_path):
+    run = doctor("nope.py")
+    assert run.proc.returncode == 2
+    assert run.proc.stderr.strip() == "supplyline doctor: no such script: nope.py"
+
+
+def test_syntax_error(doctor, tmp_path, zoo_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("for x in :\n    pass\n")
+    run = doctor(str(bad))
+    assert run.proc.returncode == 2
+    assert "syntax error" in run.proc.stderr and "Traceback" not in run.proc.stderr
+    assert len(run.proc.stderr.strip().splitlines()) == 1
+
+
+def test_module_not_found(doctor, zoo_path):
+    run = doctor("-m", "no_such_module_xyz")
+    assert run.proc.returncode == 2
+    assert "no module named 'no_such_module_xyz'" in run.proc.stderr
+    assert "Traceback" not in run.proc.stderr
+
+
+def test_script_without_training_loop(doctor, tmp_path, zoo_path):
+    s = tmp_path / "hello.py"
+    s.write_text("print('hello')\n")
+    run = doctor(str(s))
+    assert run.proc.returncode == 0
+    assert "hello" in run.proc.stdout
+    assert run.report["steps"]["observed"] == 0
+    assert "No training steps were seen" in run.report["verdict"]["sentence"]
+
+
+def test_script_that_forks_subprocesses(doctor, tmp_path, zoo_path):
+    s = tmp_path / "forks.py"
+    s.write_text(
+        "import os, subprocess, sys\n"
+        "out = subprocess.run([sys.executable, '-c', 'print(6*7)'], capture_output=True, text=True).stdout\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n    os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "print('child said', out.strip())\n"
+    )
+    run = doctor(str(s))
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert "child said 42" in run.proc.stdout
+    assert os.path.exists(os.path.join(run.out, "report.json"))
+
+
+def test_sys_exit_code_is_kept(doctor, tmp_path, zoo_path):
+    s = tmp_path / "exit.py"
+    s.write_text("import sys\nsys.exit(7)\n")
+    run = doctor(str(s))
+    assert run.proc.returncode == 7
+    assert run.record["outcome"]["reason"] == "sys_exit"
+
+
+def test_bad_options(doctor, zoo_path):
+    assert doctor("--steps", "0", "x.py").proc.returncode == 2
+    run = doctor("--seconds", "-1", "x.py")
+    assert run.proc.stderr.strip() == "supplyline doctor: --seconds must be greater than 0"
