@@ -72,7 +72,7 @@ class StepClock:
     # -- fetches and updates ------------------------------------------------------------------
     def fetch_begin(self, loader_id: int, t: float) -> bool:
         """Called at the start of a DataLoader fetch; returns True if it counts as a training fetch."""
-        self.last_fetch_loader = loader_id
+        previous, self.last_fetch_loader = self.last_fetch_loader, loader_id
         train = self.train_loader
         if train is not None and loader_id != train:
             if self.open_start is not None and self.updates:
@@ -82,8 +82,8 @@ class StepClock:
         if self.open_start is not None and self.updates:
             self._close(t)
             self._open(t)
-        elif self.open_start is None or train is None:
-            self._open(t)  # first fetch, or fetches before any update (discarded pre-training loops)
+        elif self.open_start is None or (train is None and loader_id != previous):
+            self._open(t)  # first fetch, or another loader's fetches before any update (a pre-training eval loop)
         return True
 
     def add_fetch(self, counted: bool, wait_s: float, cpu_s: float) -> None:
