@@ -142,11 +142,21 @@ def checkpoint_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
 def transfer_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
     share = b.phase_share["transfer"]
     t = record.transfers
-    if share < MIN_SHARE or not t.get("copies"):
+    syncs_per_step = record.gpu.get("syncs", 0) / max(len(record.observed_steps), 1)
+    if syncs_per_step >= 1 and record.gpu.get("sync_lines"):
+        top = record.gpu["sync_lines"][0]
+        sync_ev = (f"{syncs_per_step:.1f} host-device synchronizations per step, most at "
+                   f"{os.path.basename(top['file'])}:{top['line']} ({top['count']} times)")
+    else:
+        sync_ev = ""
+    if (share < MIN_SHARE or not t.get("copies")) and not sync_ev:
         return []
+    if not t.get("copies"):
+        return [Finding("transfer", "low", share, sync_ev, "Read values back every N steps (`supplyline.fixes.every`) "
+                        "instead of calling `.item()`/`.cpu()` each step.", None)]
     gbps = t["bytes"] / t["seconds"] / 1e9 if t["seconds"] else 0.0
     ev = (f"{t['copies']} host-to-device copies, {t['bytes'] / 1e6:.0f} MB at {gbps:.1f} GB/s; "
-          f"{t['pageable']} from pageable memory, {t['blocking']} blocking")
+          f"{t['pageable']} from pageable memory, {t['blocking']} blocking" + (f"; {sync_ev}" if sync_ev else ""))
     fix = ("Pin and overlap: DataLoader(..., pin_memory=True) and `x.to(device, non_blocking=True)`; avoid "
            "per-step `.item()`/`.cpu()` that force a sync.")
     return [Finding("transfer", severity(share), share, ev, fix, removal_speedup(share))]

@@ -75,7 +75,7 @@ class StackSampler:
         f: FrameType | None = frame
         while f is not None:
             filename = f.f_code.co_filename
-            if user is None and self._is_user(filename):
+            if user is None and self.is_user_file(filename):
                 user = f
                 if torch_seen:
                     break
@@ -91,7 +91,7 @@ class StackSampler:
                       user.f_code.co_name)
         self.counts[key] += 1
 
-    def _is_user(self, filename: str) -> bool:
+    def is_user_file(self, filename: str) -> bool:
         cached = self._user_cache.get(filename)
         if cached is None:
             if filename.startswith("<"):

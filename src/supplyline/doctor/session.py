@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch
 
+from supplyline.collect.cuda_sync import SyncCounter
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -39,6 +40,7 @@ class DoctorSession:
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
         self.sampler = StackSampler(self.clock, sampler_interval_s)
+        self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
         self.monitor_interval_s = monitor_interval_s
         self.notes: list[str] = []
@@ -54,6 +56,10 @@ class DoctorSession:
         self.clock.t0 = time.perf_counter()
         self.hooks.install()
         self.ctl.drain_handler = self._drain
+        try:
+            self.syncs.install()
+        except Exception as exc:  # an old torch without sync debug mode
+            self.notes.append(f"CUDA sync counting unavailable: {exc}")
         try:
             self.sampler.start()
         except Exception as exc:  # pragma: no cover - thread start failing means a broken interpreter
@@ -77,6 +83,7 @@ class DoctorSession:
         wall = time.perf_counter() - self.clock.t0
         self.clock.finish()
         self.hooks.uninstall()
+        self.syncs.uninstall()
         self.sampler.stop()
         monitor_data = self._stop_monitor()
         return self._build_record(outcome, wall, monitor_data)
@@ -174,7 +181,7 @@ class DoctorSession:
             sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples},
             whatif=self.whatif,
             monitor=monitor_data,
-            gpu={"available": torch.cuda.is_available()},
+            gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
             notes=self.notes,
         )
 
