@@ -26,12 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--csv", metavar="FILE", help="write host metrics and process-tree totals as CSV columns")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch this process and its descendants until it exits")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (host or --pid mode)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
+    # dest is not "command": the top-level parser keeps the sub-command's name there.
+    parser.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="run COMMAND, follow its process tree, return its exit code")
 
 
 def run(args: argparse.Namespace) -> int:
-    command = list(args.command)
+    command = list(args.run_command)
     if command and command[0] == "--":
         command = command[1:]
     if not args.interval > 0:
