@@ -1,0 +1,197 @@
+"""Host readers: CPU, memory and block devices, as rates over the interval between two reads.
+
+Every reader keeps the previous counters and turns the difference into a rate, the way ``iostat``
+and ``mpstat`` do. The first ``read()`` only sets the baseline, so callers prime once, wait one
+interval, then read. Nothing here draws or prints: the monitor's view lives in ``render/``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from supplyline.collect.samples import CpuSample, DiskSample, MemorySample
+
+_MB = float(2**20)
+_SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own sector size
+# Virtual devices that exist on every Linux box; listed only once they have done I/O.
+_QUIET_PREFIXES = ("loop", "ram", "zram")
+
+
+class CpuReader:
+    """Busy share per core and in total from ``psutil.cpu_times(percpu=True)`` deltas.
+
+    busy = 1 - (idle + iowait) / total, as ``mpstat`` and ``top`` count it: a core waiting for the
+    disk is idle for the scheduler even though the job is stalled, so iowait is reported apart.
+    """
+
+    def __init__(self) -> None:
+        self._prev: list[Any] | None = None
+
+    def read(self) -> CpuSample | None:
+        now = psutil.cpu_times(percpu=True)
+        prev, self._prev = self._prev, now
+        load_1m, load_5m, load_15m = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
+        if prev is None or len(prev) != len(now):
+            return None
+        per_core: list[float] = []
+        sums = {"total": 0.0, "idle": 0.0, "user": 0.0, "system": 0.0, "iowait": 0.0}
+        for before, after in zip(prev, now):
+            delta = {k: max(0.0, getattr(after, k) - getattr(before, k)) for k in after._fields}
+            # Linux counts guest time inside user/nice already; adding it again would double it.
+            total = sum(v for k, v in delta.items() if k not in ("guest", "guest_nice"))
+            idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
+            per_core.append(_pct(total - idle, total))
+            sums["total"] += total
+            sums["idle"] += idle
+            sums["user"] += delta.get("user", 0.0) + delta.get("nice", 0.0)
+            sums["system"] += delta.get("system", 0.0) + delta.get("irq", 0.0) + delta.get("softirq", 0.0)
+            sums["iowait"] += delta.get("iowait", 0.0)
+        total = sums["total"]
+        return CpuSample(
+            busy_pct=_pct(total - sums["idle"], total),
+            per_core_busy_pct=per_core,
+            user_pct=_pct(sums["user"], total),
+            system_pct=_pct(sums["system"], total),
+            iowait_pct=_pct(sums["iowait"], total),
+            load_1m=load_1m, load_5m=load_5m, load_15m=load_15m,
+        )
+
+
+class MemoryReader:
+    """RAM, page cache and swap from psutil; swap-in/out as a rate of the cumulative counters."""
+
+    def __init__(self) -> None:
+        self._prev: tuple[float, int, int] | None = None
+
+    def read(self) -> MemorySample | None:
+        vm = psutil.virtual_memory()
+        swap = psutil.swap_memory()
+        now = (time.monotonic(), int(swap.sin), int(swap.sout))
+        prev, self._prev = self._prev, now
+        if prev is None:
+            return None
+        dt = now[0] - prev[0]
+        return MemorySample(
+            total_bytes=int(vm.total),
+            used_bytes=int(vm.used),
+            available_bytes=int(vm.available),
+            # psutil's `cached` on Linux is Cached + SReclaimable: the page cache a re-read can hit.
+            page_cache_bytes=int(getattr(vm, "cached", 0)),
+            swap_used_bytes=int(swap.used),
+            swap_in_bytes_per_s=_rate(now[1] - prev[1], dt),
+            swap_out_bytes_per_s=_rate(now[2] - prev[2], dt),
+        )
+
+
+@dataclass(frozen=True)
+class DiskCounters:
+    """Cumulative counters of one block device (the fields of /proc/diskstats that iostat -x uses)."""
+
+    reads: int
+    read_bytes: int
+    read_ms: int
+    writes: int
+    write_bytes: int
+    write_ms: int
+    io_ms: int  # time the device had at least one request in flight: gives %util
+    weighted_ms: int  # request-time summed over requests in flight: gives aqu-sz
+
+
+def read_disk_counters() -> dict[str, DiskCounters]:
+    """Counters of each whole block device; /proc/diskstats on Linux, psutil elsewhere."""
+    if sys.platform.startswith("linux") and os.path.exists("/proc/diskstats"):
+        return _linux_disk_counters()
+    return _psutil_disk_counters()
+
+
+def _linux_disk_counters() -> dict[str, DiskCounters]:
+    whole = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
+    with open("/proc/diskstats", "rb") as fh:
+        lines = fh.read().decode().splitlines()
+    out: dict[str, DiskCounters] = {}
+    for line in lines:
+        f = line.split()
+        if len(f) < 14:
+            continue
+        name = f[2]
+        if whole is not None and name not in whole:
+            continue  # a partition: its I/O is already in its disk's line
+        n = [int(x) for x in f[3:14]]
+        if name.startswith(_QUIET_PREFIXES) and not any(n):
+            continue
+        out[name] = DiskCounters(reads=n[0], read_bytes=n[2] * _SECTOR_BYTES, read_ms=n[3],
+                                 writes=n[4], write_bytes=n[6] * _SECTOR_BYTES, write_ms=n[7],
+                                 io_ms=n[9], weighted_ms=n[10])
+    return out
+
+
+def _psutil_disk_counters() -> dict[str, DiskCounters]:
+    # Not every OS gives busy_time or a queue measure: those stay 0 there (documented).
+    counters = psutil.disk_io_counters(perdisk=True) or {}
+    return {name: DiskCounters(reads=c.read_count, read_bytes=c.read_bytes, read_ms=c.read_time,
+                               writes=c.write_count, write_bytes=c.write_bytes, write_ms=c.write_time,
+                               io_ms=getattr(c, "busy_time", 0), weighted_ms=0)
+            for name, c in counters.items()}
+
+
+def disk_rates(before: DiskCounters, after: DiskCounters, device: str, dt_s: float) -> DiskSample:
+    """The ``iostat -x`` figures of one device between two counter readings ``dt_s`` apart."""
+    reads = after.reads - before.reads
+    writes = after.writes - before.writes
+    dt_ms = dt_s * 1000.0
+    return DiskSample(
+        device=device,
+        reads_per_s=_rate(reads, dt_s),
+        writes_per_s=_rate(writes, dt_s),
+        read_mb_per_s=_rate(after.read_bytes - before.read_bytes, dt_s) / _MB,
+        write_mb_per_s=_rate(after.write_bytes - before.write_bytes, dt_s) / _MB,
+        r_await_ms=(after.read_ms - before.read_ms) / reads if reads > 0 else 0.0,
+        w_await_ms=(after.write_ms - before.write_ms) / writes if writes > 0 else 0.0,
+        aqu_sz=_rate(after.weighted_ms - before.weighted_ms, dt_ms),
+        util_pct=min(100.0, 100.0 * _rate(after.io_ms - before.io_ms, dt_ms)),
+    )
+
+
+class DiskReader:
+    """Per-device ``iostat -x`` rates between consecutive reads."""
+
+    def __init__(self) -> None:
+        self._prev: tuple[float, dict[str, DiskCounters]] | None = None
+
+    def read(self) -> list[DiskSample] | None:
+        now = (time.monotonic(), read_disk_counters())
+        prev, self._prev = self._prev, now
+        if prev is None:
+            return None
+        dt = now[0] - prev[0]
+        # A device that appeared since the last read has no baseline yet: it shows up next time.
+        return [disk_rates(prev[1][name], counters, name, dt)
+                for name, counters in now[1].items() if name in prev[1]]
+
+
+def device_of(path: str) -> str | None:
+    """The whole block device (as named in /proc/diskstats) that holds ``path``; None if unknown.
+
+    Linux only: follows /sys/dev/block/MAJOR:MINOR, and from a partition up to its disk.
+    """
+    st = os.stat(path)
+    sys_path = f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    if not os.path.exists(sys_path):
+        return None
+    real = os.path.realpath(sys_path)
+    if os.path.exists(os.path.join(real, "partition")):
+        real = os.path.dirname(real)
+    return os.path.basename(real)
+
+
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole > 0 else 0.0
+
+
+def _rate(amount: float, seconds: float) -> float:
+    return max(0.0, amount) / seconds if seconds > 0 else 0.0
