@@ -94,7 +94,7 @@ class DoctorSession:
         try:
             self.monitor.stop()
             samples = [s.to_dict() for s in self.monitor.samples]
-            gpu_note = getattr(self.monitor, "gpu_note", None)
+            gpu_note = self.monitor.gpu_status or None
         except Exception as exc:
             self.notes.append(f"host monitor failed: {exc}")
             samples, gpu_note = [], None
