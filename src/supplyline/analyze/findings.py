@@ -55,7 +55,8 @@ def input_speedup(record: RunRecord, b: Breakdown, workers_before: int, workers_
     consumer = 1.0 / w.compute_only_step_s
     per_process = w.loader_only_batches_per_s / b.batches_per_step / max(workers_before, 1)
     scale = workers_after if scales_past_cores else min(workers_after, record.host.cpu_count)
-    return max(1.0, min(consumer, per_process * max(scale, 1)) / observed)
+    # Never more than removing the whole wait: the observed rest of the step is the consumer's real cost.
+    return max(1.0, min(min(consumer, per_process * max(scale, 1)) / observed, removal_speedup(share)))
 
 
 def _where(lines: list[dict[str, Any]]) -> str:
@@ -103,9 +104,9 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
                "line, GIL check), vectorize Python loops, decode with faster libraries, cache deterministic work.")
         if nw >= cores:
             fix = f"All {cores} cores are already busy preparing data. " + fix
-        out.append(Finding("preprocessing", severity(pshare), share,
-                           base + _where(b.data_wait_lines) + ": the per-sample CPU work is the bottleneck (prep stall)",
-                           fix, gain))
+        ev = (f"the per-sample CPU work is the bottleneck (prep stall): {sig.evidence}" + _where(b.data_wait_lines)
+              if out else base + _where(b.data_wait_lines) + ": the per-sample CPU work is the bottleneck (prep stall)")
+        out.append(Finding("preprocessing", severity(pshare), share, ev, fix, gain))
     return out
 
 
