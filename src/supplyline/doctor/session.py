@@ -161,7 +161,9 @@ class DoctorSession:
             self.whatif.note = ("the script ended before the what-if phases (use --steps N or --seconds T)"
                                 if self.observed_steps is None else "the loader ran out during the what-if phases")
         lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
-        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other"}
+        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other",
+                                   "tune_command": (self._tune_command(lid, info.batch_size)
+                                                    if lid == self.clock.train_loader else None)}
                    for lid, info in self.hooks.loaders.items()]
         return RunRecord(
             **new_version_fields(),
@@ -184,6 +186,25 @@ class DoctorSession:
             gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
             notes=self.notes,
         )
+
+
+    def _tune_command(self, loader_id: int, batch_size: int | None) -> str | None:
+        """The exact `supplyline tune MODULE:ATTR` for the training dataset, when it can be located."""
+        dataset = self.hooks.datasets.get(loader_id)
+        if dataset is None:
+            return None
+        saved = sys.modules.get("__main__")
+        try:
+            from supplyline.experiments.tune.locate import tune_command_for
+
+            if self.hooks.main_module is not None:
+                sys.modules["__main__"] = self.hooks.main_module
+            return tune_command_for(dataset, batch_size)
+        except Exception:  # naming the dataset is a convenience; never fail the report over it
+            return None
+        finally:
+            if saved is not None:
+                sys.modules["__main__"] = saved
 
 
 def host_info() -> HostInfo:
