@@ -63,29 +63,71 @@ class CpuReader:
 
 
 class MemoryReader:
-    """RAM, page cache and swap from psutil; swap-in/out as a rate of the cumulative counters."""
+    """RAM, page cache and swap; swap-in/out as a rate of the cumulative counters.
+
+    On Linux it reads /proc/meminfo and /proc/vmstat itself, with psutil's definitions
+    (used = total - available, page cache = Cached + SReclaimable): psutil.swap_memory() alone
+    costs ~0.1 ms (measured here), a tenth of the whole per-sample budget. psutil elsewhere.
+    """
 
     def __init__(self) -> None:
         self._prev: tuple[float, int, int] | None = None
+        self._procfs = os.path.exists("/proc/meminfo") and os.path.exists("/proc/vmstat")
 
     def read(self) -> MemorySample | None:
-        vm = psutil.virtual_memory()
-        swap = psutil.swap_memory()
-        now = (time.monotonic(), int(swap.sin), int(swap.sout))
+        now_s = time.monotonic()
+        sample = _linux_memory() if self._procfs else _psutil_memory()
+        now = (now_s, int(sample.swap_in_bytes_per_s), int(sample.swap_out_bytes_per_s))  # cumulative bytes here
         prev, self._prev = self._prev, now
         if prev is None:
             return None
         dt = now[0] - prev[0]
-        return MemorySample(
-            total_bytes=int(vm.total),
-            used_bytes=int(vm.used),
-            available_bytes=int(vm.available),
-            # psutil's `cached` on Linux is Cached + SReclaimable: the page cache a re-read can hit.
-            page_cache_bytes=int(getattr(vm, "cached", 0)),
-            swap_used_bytes=int(swap.used),
-            swap_in_bytes_per_s=_rate(now[1] - prev[1], dt),
-            swap_out_bytes_per_s=_rate(now[2] - prev[2], dt),
-        )
+        sample.swap_in_bytes_per_s = _rate(now[1] - prev[1], dt)
+        sample.swap_out_bytes_per_s = _rate(now[2] - prev[2], dt)
+        return sample
+
+
+def _linux_memory() -> MemorySample:
+    """A MemorySample whose swap fields still hold the cumulative swapped-in/out bytes."""
+    info: dict[bytes, int] = {}
+    for line in _read_bytes("/proc/meminfo").splitlines():
+        key, _, rest = line.partition(b":")
+        info[key] = int(rest.split()[0]) * 1024  # kB
+    vmstat = _read_bytes("/proc/vmstat")
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = info[b"MemTotal"]
+    available = info.get(b"MemAvailable", info.get(b"MemFree", 0))
+    return MemorySample(total_bytes=total, used_bytes=total - available, available_bytes=available,
+                        page_cache_bytes=info.get(b"Cached", 0) + info.get(b"SReclaimable", 0),
+                        swap_used_bytes=info.get(b"SwapTotal", 0) - info.get(b"SwapFree", 0),
+                        swap_in_bytes_per_s=_vmstat_field(vmstat, b"pswpin") * page,
+                        swap_out_bytes_per_s=_vmstat_field(vmstat, b"pswpout") * page)
+
+
+def _psutil_memory() -> MemorySample:
+    vm, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return MemorySample(total_bytes=int(vm.total), used_bytes=int(vm.used), available_bytes=int(vm.available),
+                        page_cache_bytes=int(getattr(vm, "cached", 0)), swap_used_bytes=int(swap.used),
+                        swap_in_bytes_per_s=float(swap.sin), swap_out_bytes_per_s=float(swap.sout))
+
+
+def _vmstat_field(vmstat: bytes, name: bytes) -> int:
+    start = vmstat.find(b"\n" + name + b" ")
+    if start < 0:
+        return 0
+    start += len(name) + 2
+    return int(vmstat[start:vmstat.find(b"\n", start)])
+
+
+def _read_bytes(path: str) -> bytes:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -111,8 +153,7 @@ def read_disk_counters() -> dict[str, DiskCounters]:
 
 def _linux_disk_counters() -> dict[str, DiskCounters]:
     whole = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
-    with open("/proc/diskstats", "rb") as fh:
-        lines = fh.read().decode().splitlines()
+    lines = _read_bytes("/proc/diskstats").decode().splitlines()
     out: dict[str, DiskCounters] = {}
     for line in lines:
         f = line.split()

@@ -53,6 +53,7 @@ class Monitor:
         self.pid = os.getpid() if pid is None else int(pid)
         self.samples: list[Sample] = []
         self.sampler_cpu_s = 0.0  # CPU time the sampling thread spent, for the overhead figures
+        self.prime_cpu_s = 0.0  # of which the one-off baseline read at start
         self.errors = 0
         self.gpu: GpuReader | None = None
         self._want_gpu = gpu
@@ -132,6 +133,7 @@ class Monitor:
 
     def _run(self) -> None:
         self._guarded(self._prime)
+        self.prime_cpu_s = self.sampler_cpu_s
         self._last_sample_at = time.monotonic()
         next_at = time.monotonic() + self.interval
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
