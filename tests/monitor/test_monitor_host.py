@@ -69,6 +69,17 @@ def test_cpu_busy_matches_proc_stat() -> None:
     assert sample.user_pct + sample.system_pct + sample.iowait_pct <= 100.0 + 1e-6
 
 
+def test_cpu_reader_portable_path_agrees_with_procfs() -> None:
+    fast, portable = CpuReader(), CpuReader()
+    portable._procfs = False  # the psutil path other systems take
+    fast.read(), portable.read()
+    time.sleep(0.5)
+    a, b = fast.read(), portable.read()
+    assert a is not None and b is not None
+    assert len(a.per_core_busy_pct) == len(b.per_core_busy_pct)
+    assert a.busy_pct == pytest.approx(b.busy_pct, abs=5.0)
+
+
 def test_memory_reader_reports_sane_amounts() -> None:
     reader = MemoryReader()
     assert reader.read() is None  # first read sets the swap baseline
