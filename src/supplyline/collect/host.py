@@ -103,19 +103,20 @@ class MemoryReader:
 
 def _linux_memory() -> MemorySample:
     """A MemorySample whose swap fields still hold the cumulative swapped-in/out bytes."""
-    info: dict[bytes, int] = {}
-    for line in _read_bytes("/proc/meminfo").splitlines():
-        key, _, rest = line.partition(b":")
-        info[key] = int(rest.split()[0]) * 1024  # kB
+    meminfo = _read_bytes("/proc/meminfo")
     vmstat = _read_bytes("/proc/vmstat")
     page = os.sysconf("SC_PAGE_SIZE")
-    total = info[b"MemTotal"]
-    available = info.get(b"MemAvailable", info.get(b"MemFree", 0))
+
+    def kb(name: bytes) -> int:
+        return _find_int(meminfo, name + b":") * 1024
+
+    total = kb(b"MemTotal")
+    available = kb(b"MemAvailable") if b"\nMemAvailable:" in meminfo else kb(b"MemFree")
     return MemorySample(total_bytes=total, used_bytes=total - available, available_bytes=available,
-                        page_cache_bytes=info.get(b"Cached", 0) + info.get(b"SReclaimable", 0),
-                        swap_used_bytes=info.get(b"SwapTotal", 0) - info.get(b"SwapFree", 0),
-                        swap_in_bytes_per_s=_vmstat_field(vmstat, b"pswpin") * page,
-                        swap_out_bytes_per_s=_vmstat_field(vmstat, b"pswpout") * page)
+                        page_cache_bytes=kb(b"Cached") + kb(b"SReclaimable"),
+                        swap_used_bytes=kb(b"SwapTotal") - kb(b"SwapFree"),
+                        swap_in_bytes_per_s=_find_int(vmstat, b"pswpin") * page,
+                        swap_out_bytes_per_s=_find_int(vmstat, b"pswpout") * page)
 
 
 def _psutil_memory() -> MemorySample:
@@ -125,12 +126,19 @@ def _psutil_memory() -> MemorySample:
                         swap_in_bytes_per_s=float(swap.sin), swap_out_bytes_per_s=float(swap.sout))
 
 
-def _vmstat_field(vmstat: bytes, name: bytes) -> int:
-    start = vmstat.find(b"\n" + name + b" ")
-    if start < 0:
-        return 0
-    start += len(name) + 2
-    return int(vmstat[start:vmstat.find(b"\n", start)])
+def _find_int(text: bytes, key: bytes) -> int:
+    """The first number after ``key`` at the start of a line of a /proc table; 0 if absent.
+
+    A search rather than parsing every line: /proc/meminfo and /proc/vmstat have ~50-200 lines
+    and the monitor wants five of them each sample."""
+    if text.startswith(key):
+        start = 0
+    else:
+        start = text.find(b"\n" + key)
+        if start < 0:
+            return 0
+        start += 1
+    return int(text[start + len(key):text.find(b"\n", start)].split()[0])
 
 
 def _read_bytes(path: str) -> bytes:
@@ -165,8 +173,20 @@ def read_disk_counters() -> dict[str, DiskCounters]:
     return _psutil_disk_counters()
 
 
+_whole_devices: tuple[float, set[str] | None] = (float("-inf"), None)
+
+
+def _whole_device_names() -> set[str] | None:
+    """Names in /sys/block (whole devices, not partitions), re-listed at most every 10 s."""
+    global _whole_devices
+    if time.monotonic() - _whole_devices[0] > 10.0:
+        names = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
+        _whole_devices = (time.monotonic(), names)
+    return _whole_devices[1]
+
+
 def _linux_disk_counters() -> dict[str, DiskCounters]:
-    whole = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
+    whole = _whole_device_names()
     lines = _read_bytes("/proc/diskstats").decode().splitlines()
     out: dict[str, DiskCounters] = {}
     for line in lines:
