@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 
+from supplyline.collect.procfs import find_int, read_bytes
 from supplyline.collect.samples import CpuSample, DiskSample, MemorySample
 
 _MB = float(2**20)
@@ -65,7 +66,7 @@ class CpuReader:
 def _linux_cpu_times() -> list[tuple[float, ...]]:
     """Per-core times in clock ticks, fields in ``_CPU_FIELDS`` order (older kernels give fewer)."""
     cores = []
-    for line in _read_bytes("/proc/stat").splitlines():
+    for line in read_bytes("/proc/stat").splitlines():
         if line.startswith(b"cpu") and line[3:4].isdigit():
             values = [float(x) for x in line.split()[1:11]]
             cores.append(tuple(values + [0.0] * (10 - len(values))))
@@ -103,20 +104,20 @@ class MemoryReader:
 
 def _linux_memory() -> MemorySample:
     """A MemorySample whose swap fields still hold the cumulative swapped-in/out bytes."""
-    meminfo = _read_bytes("/proc/meminfo")
-    vmstat = _read_bytes("/proc/vmstat")
+    meminfo = read_bytes("/proc/meminfo")
+    vmstat = read_bytes("/proc/vmstat")
     page = os.sysconf("SC_PAGE_SIZE")
 
     def kb(name: bytes) -> int:
-        return _find_int(meminfo, name + b":") * 1024
+        return find_int(meminfo, name + b":") * 1024
 
     total = kb(b"MemTotal")
     available = kb(b"MemAvailable") if b"\nMemAvailable:" in meminfo else kb(b"MemFree")
     return MemorySample(total_bytes=total, used_bytes=total - available, available_bytes=available,
                         page_cache_bytes=kb(b"Cached") + kb(b"SReclaimable"),
                         swap_used_bytes=kb(b"SwapTotal") - kb(b"SwapFree"),
-                        swap_in_bytes_per_s=_find_int(vmstat, b"pswpin") * page,
-                        swap_out_bytes_per_s=_find_int(vmstat, b"pswpout") * page)
+                        swap_in_bytes_per_s=find_int(vmstat, b"pswpin") * page,
+                        swap_out_bytes_per_s=find_int(vmstat, b"pswpout") * page)
 
 
 def _psutil_memory() -> MemorySample:
@@ -124,32 +125,6 @@ def _psutil_memory() -> MemorySample:
     return MemorySample(total_bytes=int(vm.total), used_bytes=int(vm.used), available_bytes=int(vm.available),
                         page_cache_bytes=int(getattr(vm, "cached", 0)), swap_used_bytes=int(swap.used),
                         swap_in_bytes_per_s=float(swap.sin), swap_out_bytes_per_s=float(swap.sout))
-
-
-def _find_int(text: bytes, key: bytes) -> int:
-    """The first number after ``key`` at the start of a line of a /proc table; 0 if absent.
-
-    A search rather than parsing every line: /proc/meminfo and /proc/vmstat have ~50-200 lines
-    and the monitor wants five of them each sample."""
-    if text.startswith(key):
-        start = 0
-    else:
-        start = text.find(b"\n" + key)
-        if start < 0:
-            return 0
-        start += 1
-    return int(text[start + len(key):text.find(b"\n", start)].split()[0])
-
-
-def _read_bytes(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
@@ -187,7 +162,7 @@ def _whole_device_names() -> set[str] | None:
 
 def _linux_disk_counters() -> dict[str, DiskCounters]:
     whole = _whole_device_names()
-    lines = _read_bytes("/proc/diskstats").decode().splitlines()
+    lines = read_bytes("/proc/diskstats").decode().splitlines()
     out: dict[str, DiskCounters] = {}
     for line in lines:
         f = line.split()
