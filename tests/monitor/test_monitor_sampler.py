@@ -134,3 +134,15 @@ def test_flatten_sums_the_tree_and_names_processes() -> None:
     assert flat["tree.rss_bytes"] == 130 and flat["tree.read_bytes_per_s"] == 10.0
     assert flat["proc.2.cpu_pct"] == 50.0
     assert "proc.2.cpu_pct" not in flatten(sample)
+
+
+def test_metric_series_feeds_the_oscillation_detector() -> None:
+    from supplyline.analyze.oscillation import detect_oscillation
+    from supplyline.analyze.summary import metric_series
+
+    samples = [_sample(i * 0.5, 100.0 if i % 6 < 3 else 0.0) for i in range(48)]
+    times, values = metric_series(samples, "cpu.busy_pct")
+    assert times[:3] == [0.0, 0.5, 1.0] and values[:4] == [100.0, 100.0, 100.0, 0.0]
+    result = detect_oscillation(values, timestamps=times)
+    assert result.oscillates and result.period_s == pytest.approx(3.0)
+    assert metric_series(samples, "gpu0.util_pct") == ([], [])

@@ -12,6 +12,8 @@ from typing import Callable, Sequence
 
 import psutil
 
+from supplyline.analyze.oscillation import detect_oscillation
+from supplyline.analyze.summary import metric_series
 from supplyline.collect.sampler import Monitor, open_for_writing
 from supplyline.errors import UserError
 from supplyline.render.monitor_view import LiveView, render_summary
@@ -136,6 +138,13 @@ class _Session:
 
     def finish(self, monitor: Monitor, title: str) -> None:
         monitor.stop()
-        render_summary(monitor.summary(), monitor.gpu_status, title)
+        summary = monitor.summary()
+        render_summary(summary, monitor.gpu_status, title)
+        # The seed's tip: utilization that drops periodically means waiting for data. Said only when seen.
+        watched = [m for m in summary.metrics if m.endswith(".util_pct") and m.startswith("gpu")]
+        for name in watched + ["tree.root_cpu_pct", "tree.children_cpu_pct"]:
+            times, values = metric_series(monitor.samples, name)
+            if len(values) >= 12 and (result := detect_oscillation(values, timestamps=times)).oscillates:
+                print(f"{name} oscillates: {result.reason}")
         if monitor.errors:
             print(f"supplyline monitor: {monitor.errors} samples failed (see the warning above)", file=sys.stderr)
