@@ -127,3 +127,19 @@ def test_bundled_demo_script_is_in_the_package() -> None:
     from supplyline.commands.demo import BUNDLED_DEMO
 
     assert os.path.isfile(BUNDLED_DEMO) and BUNDLED_DEMO.endswith("demo_train.py")
+
+
+def test_sigint_in_host_mode_prints_the_summary_and_exits_0(tmp_path) -> None:
+    log = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not log.exists() or len(log.read_text().splitlines()) < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "host:" in out and "samples over" in out and "Traceback" not in err

@@ -37,7 +37,7 @@ class ProcessReading(NamedTuple):
 
 class Backend(Protocol):
     def read(self, pid: int) -> ProcessReading | None: ...  # None: the process is gone
-    def children(self, pid: int) -> list[int]: ...  # direct children only
+    def descendants(self, pid: int) -> list[int]: ...  # children, grandchildren, ...
 
 
 _STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "Z": "zombie", "T": "stopped",
@@ -76,7 +76,19 @@ class ProcfsBackend:
             start_unix_s=self._boot_unix_s + int(f[19]) / self._ticks,
         )
 
-    def children(self, pid: int) -> list[int]:
+    def descendants(self, pid: int) -> list[int]:
+        found: list[int] = []
+        queue, seen = [pid], {pid}
+        while queue:
+            for kid in self._children(queue.pop()):
+                if kid not in seen:
+                    seen.add(kid)
+                    found.append(kid)
+                    queue.append(kid)
+        return found
+
+    @staticmethod
+    def _children(pid: int) -> list[int]:
         # Each thread lists the children it forked; DataLoader workers are usually the main
         # thread's, but a helper thread may fork too, so every thread is read.
         try:
@@ -121,11 +133,15 @@ class PsutilBackend:
             self._procs.pop(pid, None)
             return None
 
-    def children(self, pid: int) -> list[int]:
+    def descendants(self, pid: int) -> list[int]:
+        # One recursive call: it reads every process on the host once, whatever the tree's depth.
         try:
-            return [c.pid for c in self._process(pid).children()]
+            kids = self._process(pid).children(recursive=True)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return []
+        for kid in kids:  # keep the objects: later reads reuse them (and their cached name)
+            self._procs.setdefault(kid.pid, kid)
+        return [kid.pid for kid in kids]
 
 
 class ProcessTree:
@@ -144,15 +160,7 @@ class ProcessTree:
         self.root_alive = True
 
     def _refresh_members(self) -> None:
-        members, queue, seen = [], [self.root_pid], {self.root_pid}
-        while queue:
-            pid = queue.pop()
-            members.append(pid)
-            for kid in self._backend.children(pid):
-                if kid not in seen:
-                    seen.add(kid)
-                    queue.append(kid)
-        self._members = members
+        self._members = [self.root_pid, *self._backend.descendants(self.root_pid)]
 
     def read(self) -> list[ProcessSample]:
         """One sample per live member. Rates are over the time since the previous read; a process
