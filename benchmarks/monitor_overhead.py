@@ -60,8 +60,8 @@ def time_call(call: Callable[[], object], repeat: int = 200) -> float:
 
 def component_costs(pid: int) -> dict[str, float]:
     cpu, memory, disks, gpu = CpuReader(), MemoryReader(), DiskReader(), GpuReader()
-    costs = {"cpu (psutil.cpu_times percpu)": time_call(cpu.read),
-             "memory + swap (psutil)": time_call(memory.read),
+    costs = {"cpu (/proc/stat)": time_call(cpu.read),
+             "memory + swap (/proc/meminfo, /proc/vmstat)": time_call(memory.read),
              "disks (/proc/diskstats)": time_call(disks.read),
              "gpu (NVML)" + ("" if gpu.available else ": not available here"): time_call(gpu.read)}
     for backend in ("procfs", "psutil"):
