@@ -59,6 +59,16 @@ def test_unwritable_log_is_a_user_error_at_start(tmp_path) -> None:
     assert not monitor.running
 
 
+def test_on_sample_sees_every_sample_on_the_sampling_thread() -> None:
+    seen: list[tuple[float, str]] = []
+    monitor = Monitor(interval=0.05, log=None, gpu=False,
+                      on_sample=lambda s: seen.append((s.elapsed_s, threading.current_thread().name)))
+    with monitor:
+        _wait_for_samples(monitor, 3)
+    assert [t for t, _ in seen] == [s.elapsed_s for s in monitor.samples]
+    assert {name for _, name in seen} == {"supplyline-monitor"}
+
+
 def test_interval_must_be_positive() -> None:
     with pytest.raises(UserError, match="interval"):
         Monitor(interval=0)

@@ -127,10 +127,6 @@ class Monitor:
     def summary(self) -> Summary:
         return summarize(list(self.samples))
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Sleep until stopped or ``timeout``; True if stopped."""
-        return self._stop.wait(timeout)
-
     def _run(self) -> None:
         self._guarded(self._prime)
         self.prime_cpu_s = self.sampler_cpu_s
@@ -175,8 +171,10 @@ class Monitor:
         sample = Sample(time_unix_s=now, elapsed_s=now - self._t0, cpu=cpu, memory=memory, disks=disks,
                         gpus=self.gpu.read() if self.gpu is not None else [],
                         processes=self._tree.read() if self._tree is not None else [])
-        self._write(sample)
-        self.samples.append(sample)
+        try:
+            self._write(sample)  # first, so the log is never behind monitor.samples
+        finally:
+            self.samples.append(sample)  # kept even when the log's disk is full
         if self._on_sample is not None:
             self._on_sample(sample)
 
