@@ -41,11 +41,19 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_pid_of_no_process(cli) -> None:
-    pid = _dead_pid()
+@pytest.mark.parametrize("which", ["exited", "zero"])
+def test_pid_of_no_process(cli, which) -> None:
+    pid = _dead_pid() if which == "exited" else 0
     result = cli(["monitor", "--pid", str(pid)], timeout=60)
     assert result.returncode == 2
     assert f"no process with PID {pid}" in _one_clean_line(result.stderr)
+
+
+def test_command_keeps_its_stdin_and_stdout(cli) -> None:
+    result = cli(["monitor", "--interval", "0.2", "--", sys.executable, "-c",
+                  "import sys; print(sys.stdin.read().upper())"], input_text="fed through\n", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "FED THROUGH" in result.stdout
 
 
 def test_command_not_found(cli) -> None:
