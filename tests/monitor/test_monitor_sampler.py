@@ -156,3 +156,46 @@ def test_metric_series_feeds_the_oscillation_detector() -> None:
     result = detect_oscillation(values, timestamps=times)
     assert result.oscillates and result.period_s == pytest.approx(3.0)
     assert metric_series(samples, "gpu0.util_pct") == ([], [])
+
+
+def _numeric(hint: type) -> tuple[type, ...]:
+    # JSON has one number type: a float field may hold an int (0 rather than 0.0).
+    return (float, int) if hint is float else (hint,)
+
+
+def test_contract_every_field_has_its_promised_type() -> None:
+    """psutil-style contract: the public Monitor's samples carry the types the dataclasses declare."""
+    import dataclasses
+    import typing
+
+    import supplyline
+    from supplyline.collect import samples as samples_module
+
+    with supplyline.Monitor(interval=0.05, log=None) as monitor:
+        _wait_for_samples(monitor, 1)
+    sample = monitor.samples[0]
+    checked = 0
+
+    def check(obj: object) -> None:
+        nonlocal checked
+        hints = typing.get_type_hints(type(obj), vars(samples_module))
+        for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+            value, hint = getattr(obj, f.name), hints[f.name]
+            optional = type(None) in typing.get_args(hint)
+            if optional:
+                hint = next(a for a in typing.get_args(hint) if a is not type(None))
+            if value is None:
+                assert optional, f.name
+            elif typing.get_origin(hint) is list:
+                (item_type,) = typing.get_args(hint)
+                assert isinstance(value, list), f.name
+                assert all(dataclasses.is_dataclass(v) or isinstance(v, _numeric(item_type)) for v in value), f.name
+            else:
+                assert isinstance(value, _numeric(hint)), (f.name, value)
+            checked += 1
+            for item in value if isinstance(value, list) else [value]:
+                if dataclasses.is_dataclass(item):
+                    check(item)
+
+    check(sample)
+    assert checked > 30
