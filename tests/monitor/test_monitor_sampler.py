@@ -199,3 +199,14 @@ def test_contract_every_field_has_its_promised_type() -> None:
 
     check(sample)
     assert checked > 30
+
+
+def test_the_monitor_imports_without_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, supplyline; supplyline.Monitor; import supplyline.commands.monitor, supplyline.commands.demo; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
