@@ -12,7 +12,11 @@ import psutil
 import pytest
 
 
-NO_GPU = "no NVIDIA GPU/NVML"
+from supplyline.collect.gpu import NO_GPU, GpuReader
+
+_reader = GpuReader()
+HAS_GPU = _reader.available
+_reader.close()
 
 
 def _one_clean_line(stderr: str) -> str:
@@ -31,8 +35,7 @@ def test_command_exit_code_passes_through(cli) -> None:
     assert "tree.cpu_pct" in result.stdout
     assert "Traceback" not in result.stderr
     # The GPU section says it once, in the summary, on a machine without NVML.
-    if NO_GPU in result.stdout + result.stderr:
-        assert (result.stdout + result.stderr).count(NO_GPU) == 1
+    assert (result.stdout + result.stderr).count(NO_GPU) == (0 if HAS_GPU else 1)
 
 
 def _dead_pid() -> int:
@@ -41,11 +44,19 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-def test_pid_of_no_process(cli) -> None:
-    pid = _dead_pid()
+@pytest.mark.parametrize("which", ["exited", "zero"])
+def test_pid_of_no_process(cli, which) -> None:
+    pid = _dead_pid() if which == "exited" else 0
     result = cli(["monitor", "--pid", str(pid)], timeout=60)
     assert result.returncode == 2
     assert f"no process with PID {pid}" in _one_clean_line(result.stderr)
+
+
+def test_command_keeps_its_stdin_and_stdout(cli) -> None:
+    result = cli(["monitor", "--interval", "0.2", "--", sys.executable, "-c",
+                  "import sys; print(sys.stdin.read().upper())"], input_text="fed through\n", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "FED THROUGH" in result.stdout
 
 
 def test_command_not_found(cli) -> None:
@@ -119,11 +130,26 @@ def test_demo_runs_the_bundled_job_under_the_monitor(cli) -> None:
     assert result.returncode == 0, result.stderr
     assert "demo_train:" in result.stdout and "steps in" in result.stdout
     assert "tree.children_cpu_pct" in result.stdout
-    if NO_GPU in result.stdout + result.stderr:
-        assert (result.stdout + result.stderr).count(NO_GPU) == 1
+    assert (result.stdout + result.stderr).count(NO_GPU) == (0 if HAS_GPU else 1)
 
 
 def test_bundled_demo_script_is_in_the_package() -> None:
     from supplyline.commands.demo import BUNDLED_DEMO
 
     assert os.path.isfile(BUNDLED_DEMO) and BUNDLED_DEMO.endswith("demo_train.py")
+
+
+def test_sigint_in_host_mode_prints_the_summary_and_exits_0(tmp_path) -> None:
+    log = tmp_path / "s.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not log.exists() or len(log.read_text().splitlines()) < 2:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "host:" in out and "samples over" in out and "Traceback" not in err

@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 
+import psutil
 import pytest
 
 from supplyline.collect.host import CpuReader, DiskCounters, DiskReader, MemoryReader, device_of, disk_rates
@@ -68,6 +69,17 @@ def test_cpu_busy_matches_proc_stat() -> None:
     assert sample.user_pct + sample.system_pct + sample.iowait_pct <= 100.0 + 1e-6
 
 
+def test_cpu_reader_portable_path_agrees_with_procfs() -> None:
+    fast, portable = CpuReader(), CpuReader()
+    portable._procfs = False  # the psutil path other systems take
+    fast.read(), portable.read()
+    time.sleep(0.5)
+    a, b = fast.read(), portable.read()
+    assert a is not None and b is not None
+    assert len(a.per_core_busy_pct) == len(b.per_core_busy_pct)
+    assert a.busy_pct == pytest.approx(b.busy_pct, abs=5.0)
+
+
 def test_memory_reader_reports_sane_amounts() -> None:
     reader = MemoryReader()
     assert reader.read() is None  # first read sets the swap baseline
@@ -76,6 +88,14 @@ def test_memory_reader_reports_sane_amounts() -> None:
     assert 0 < mem.available_bytes <= mem.total_bytes
     assert 0 < mem.used_bytes < mem.total_bytes
     assert mem.page_cache_bytes >= 0 and mem.swap_in_bytes_per_s >= 0
+    # Same definitions as psutil (read straight from /proc on Linux): the totals agree exactly,
+    # the moving amounts closely.
+    vm, swap = psutil.virtual_memory(), psutil.swap_memory()
+    assert mem.total_bytes == vm.total
+    assert mem.available_bytes == pytest.approx(vm.available, rel=0.02)
+    assert mem.used_bytes == pytest.approx(vm.used, rel=0.1, abs=64 * MIB)
+    assert mem.page_cache_bytes == pytest.approx(vm.cached, rel=0.1, abs=64 * MIB)
+    assert mem.swap_used_bytes == pytest.approx(swap.used, abs=64 * MIB)
 
 
 def test_disk_reader_lists_whole_devices_only() -> None:

@@ -59,6 +59,16 @@ def test_unwritable_log_is_a_user_error_at_start(tmp_path) -> None:
     assert not monitor.running
 
 
+def test_on_sample_sees_every_sample_on_the_sampling_thread() -> None:
+    seen: list[tuple[float, str]] = []
+    monitor = Monitor(interval=0.05, log=None, gpu=False,
+                      on_sample=lambda s: seen.append((s.elapsed_s, threading.current_thread().name)))
+    with monitor:
+        _wait_for_samples(monitor, 3)
+    assert [t for t, _ in seen] == [s.elapsed_s for s in monitor.samples]
+    assert {name for _, name in seen} == {"supplyline-monitor"}
+
+
 def test_interval_must_be_positive() -> None:
     with pytest.raises(UserError, match="interval"):
         Monitor(interval=0)
@@ -134,3 +144,69 @@ def test_flatten_sums_the_tree_and_names_processes() -> None:
     assert flat["tree.rss_bytes"] == 130 and flat["tree.read_bytes_per_s"] == 10.0
     assert flat["proc.2.cpu_pct"] == 50.0
     assert "proc.2.cpu_pct" not in flatten(sample)
+
+
+def test_metric_series_feeds_the_oscillation_detector() -> None:
+    from supplyline.analyze.oscillation import detect_oscillation
+    from supplyline.analyze.summary import metric_series
+
+    samples = [_sample(i * 0.5, 100.0 if i % 6 < 3 else 0.0) for i in range(48)]
+    times, values = metric_series(samples, "cpu.busy_pct")
+    assert times[:3] == [0.0, 0.5, 1.0] and values[:4] == [100.0, 100.0, 100.0, 0.0]
+    result = detect_oscillation(values, timestamps=times)
+    assert result.oscillates and result.period_s == pytest.approx(3.0)
+    assert metric_series(samples, "gpu0.util_pct") == ([], [])
+
+
+def _numeric(hint: type) -> tuple[type, ...]:
+    # JSON has one number type: a float field may hold an int (0 rather than 0.0).
+    return (float, int) if hint is float else (hint,)
+
+
+def test_contract_every_field_has_its_promised_type() -> None:
+    """psutil-style contract: the public Monitor's samples carry the types the dataclasses declare."""
+    import dataclasses
+    import typing
+
+    import supplyline
+    from supplyline.collect import samples as samples_module
+
+    with supplyline.Monitor(interval=0.05, log=None) as monitor:
+        _wait_for_samples(monitor, 1)
+    sample = monitor.samples[0]
+    checked = 0
+
+    def check(obj: object) -> None:
+        nonlocal checked
+        hints = typing.get_type_hints(type(obj), vars(samples_module))
+        for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+            value, hint = getattr(obj, f.name), hints[f.name]
+            optional = type(None) in typing.get_args(hint)
+            if optional:
+                hint = next(a for a in typing.get_args(hint) if a is not type(None))
+            if value is None:
+                assert optional, f.name
+            elif typing.get_origin(hint) is list:
+                (item_type,) = typing.get_args(hint)
+                assert isinstance(value, list), f.name
+                assert all(dataclasses.is_dataclass(v) or isinstance(v, _numeric(item_type)) for v in value), f.name
+            else:
+                assert isinstance(value, _numeric(hint)), (f.name, value)
+            checked += 1
+            for item in value if isinstance(value, list) else [value]:
+                if dataclasses.is_dataclass(item):
+                    check(item)
+
+    check(sample)
+    assert checked > 30
+
+
+def test_the_monitor_imports_without_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, supplyline; supplyline.Monitor; import supplyline.commands.monitor, supplyline.commands.demo; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

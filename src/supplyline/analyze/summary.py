@@ -72,3 +72,15 @@ def summarize(samples: Sequence[Sample], per_process: bool = True) -> Summary:
         summary.metrics[name] = MetricStats(name=name, unit=unit_of(name), mean=sum(values) / len(values),
                                             p95=percentile(values, 95), max=max(values), count=len(values))
     return summary
+
+
+def metric_series(samples: Sequence[Sample], name: str) -> tuple[list[float], list[float]]:
+    """Timestamps (``elapsed_s``) and values of one flattened metric, skipping samples without it."""
+    times: list[float] = []
+    values: list[float] = []
+    for sample in samples:
+        value = flatten(sample, per_process=name.startswith("proc.")).get(name)
+        if value is not None:
+            times.append(sample.elapsed_s)
+            values.append(float(value))
+    return times, values

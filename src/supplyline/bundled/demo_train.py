@@ -57,7 +57,7 @@ def main() -> None:
         loss.backward()
         optimizer.step()
         steps += 1
-        loss_value = float(loss)
+        loss_value = loss.item()
         if time.monotonic() - start >= args.seconds:
             break
     elapsed = time.monotonic() - start

@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 
+from supplyline.collect.procfs import find_int, read_bytes
 from supplyline.collect.samples import CpuSample, DiskSample, MemorySample
 
 _MB = float(2**20)
@@ -22,70 +23,108 @@ _SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the devi
 _QUIET_PREFIXES = ("loop", "ram", "zram")
 
 
+_CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest", "guest_nice")
+
+
 class CpuReader:
-    """Busy share per core and in total from ``psutil.cpu_times(percpu=True)`` deltas.
+    """Busy share per core and in total from per-core CPU time deltas.
 
     busy = 1 - (idle + iowait) / total, as ``mpstat`` and ``top`` count it: a core waiting for the
     disk is idle for the scheduler even though the job is stalled, so iowait is reported apart.
+    The times come from /proc/stat on Linux (psutil.cpu_times(percpu=True) reads the same file but
+    costs 33 vs 22 µs a call, measured here) and from psutil elsewhere.
     """
 
     def __init__(self) -> None:
-        self._prev: list[Any] | None = None
+        self._prev: list[tuple[float, ...]] | None = None
+        self._procfs = os.path.exists("/proc/stat")
 
     def read(self) -> CpuSample | None:
-        now = psutil.cpu_times(percpu=True)
+        now = _linux_cpu_times() if self._procfs else _psutil_cpu_times()
         prev, self._prev = self._prev, now
         load_1m, load_5m, load_15m = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
         if prev is None or len(prev) != len(now):
             return None
         per_core: list[float] = []
-        sums = {"total": 0.0, "idle": 0.0, "user": 0.0, "system": 0.0, "iowait": 0.0}
+        total = idle = user = system = iowait = 0.0
         for before, after in zip(prev, now):
-            delta = {k: max(0.0, getattr(after, k) - getattr(before, k)) for k in after._fields}
+            d = [max(0.0, a - b) for a, b in zip(after, before)]
             # Linux counts guest time inside user/nice already; adding it again would double it.
-            total = sum(v for k, v in delta.items() if k not in ("guest", "guest_nice"))
-            idle = delta.get("idle", 0.0) + delta.get("iowait", 0.0)
-            per_core.append(_pct(total - idle, total))
-            sums["total"] += total
-            sums["idle"] += idle
-            sums["user"] += delta.get("user", 0.0) + delta.get("nice", 0.0)
-            sums["system"] += delta.get("system", 0.0) + delta.get("irq", 0.0) + delta.get("softirq", 0.0)
-            sums["iowait"] += delta.get("iowait", 0.0)
-        total = sums["total"]
-        return CpuSample(
-            busy_pct=_pct(total - sums["idle"], total),
-            per_core_busy_pct=per_core,
-            user_pct=_pct(sums["user"], total),
-            system_pct=_pct(sums["system"], total),
-            iowait_pct=_pct(sums["iowait"], total),
-            load_1m=load_1m, load_5m=load_5m, load_15m=load_15m,
-        )
+            core_total = sum(d[:8])
+            core_idle = d[3] + d[4]
+            per_core.append(_pct(core_total - core_idle, core_total))
+            total += core_total
+            idle += core_idle
+            user += d[0] + d[1]
+            system += d[2] + d[5] + d[6]
+            iowait += d[4]
+        return CpuSample(busy_pct=_pct(total - idle, total), per_core_busy_pct=per_core,
+                         user_pct=_pct(user, total), system_pct=_pct(system, total), iowait_pct=_pct(iowait, total),
+                         load_1m=load_1m, load_5m=load_5m, load_15m=load_15m)
+
+
+def _linux_cpu_times() -> list[tuple[float, ...]]:
+    """Per-core times in clock ticks, fields in ``_CPU_FIELDS`` order (older kernels give fewer)."""
+    cores = []
+    for line in read_bytes("/proc/stat").splitlines():
+        if line.startswith(b"cpu") and line[3:4].isdigit():
+            values = [float(x) for x in line.split()[1:11]]
+            cores.append(tuple(values + [0.0] * (10 - len(values))))
+    return cores
+
+
+def _psutil_cpu_times() -> list[tuple[float, ...]]:
+    return [tuple(float(getattr(t, f, 0.0)) for f in _CPU_FIELDS) for t in psutil.cpu_times(percpu=True)]
 
 
 class MemoryReader:
-    """RAM, page cache and swap from psutil; swap-in/out as a rate of the cumulative counters."""
+    """RAM, page cache and swap; swap-in/out as a rate of the cumulative counters.
+
+    On Linux it reads /proc/meminfo and /proc/vmstat itself, with psutil's definitions
+    (used = total - available, page cache = Cached + SReclaimable): psutil.swap_memory() alone
+    costs ~0.1 ms (measured here), a tenth of the whole per-sample budget. psutil elsewhere.
+    """
 
     def __init__(self) -> None:
         self._prev: tuple[float, int, int] | None = None
+        self._procfs = os.path.exists("/proc/meminfo") and os.path.exists("/proc/vmstat")
 
     def read(self) -> MemorySample | None:
-        vm = psutil.virtual_memory()
-        swap = psutil.swap_memory()
-        now = (time.monotonic(), int(swap.sin), int(swap.sout))
+        now_s = time.monotonic()
+        sample = _linux_memory() if self._procfs else _psutil_memory()
+        now = (now_s, int(sample.swap_in_bytes_per_s), int(sample.swap_out_bytes_per_s))  # cumulative bytes here
         prev, self._prev = self._prev, now
         if prev is None:
             return None
         dt = now[0] - prev[0]
-        return MemorySample(
-            total_bytes=int(vm.total),
-            used_bytes=int(vm.used),
-            available_bytes=int(vm.available),
-            # psutil's `cached` on Linux is Cached + SReclaimable: the page cache a re-read can hit.
-            page_cache_bytes=int(getattr(vm, "cached", 0)),
-            swap_used_bytes=int(swap.used),
-            swap_in_bytes_per_s=_rate(now[1] - prev[1], dt),
-            swap_out_bytes_per_s=_rate(now[2] - prev[2], dt),
-        )
+        sample.swap_in_bytes_per_s = _rate(now[1] - prev[1], dt)
+        sample.swap_out_bytes_per_s = _rate(now[2] - prev[2], dt)
+        return sample
+
+
+def _linux_memory() -> MemorySample:
+    """A MemorySample whose swap fields still hold the cumulative swapped-in/out bytes."""
+    meminfo = read_bytes("/proc/meminfo")
+    vmstat = read_bytes("/proc/vmstat")
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def kb(name: bytes) -> int:
+        return find_int(meminfo, name + b":") * 1024
+
+    total = kb(b"MemTotal")
+    available = kb(b"MemAvailable") if b"\nMemAvailable:" in meminfo else kb(b"MemFree")
+    return MemorySample(total_bytes=total, used_bytes=total - available, available_bytes=available,
+                        page_cache_bytes=kb(b"Cached") + kb(b"SReclaimable"),
+                        swap_used_bytes=kb(b"SwapTotal") - kb(b"SwapFree"),
+                        swap_in_bytes_per_s=find_int(vmstat, b"pswpin") * page,
+                        swap_out_bytes_per_s=find_int(vmstat, b"pswpout") * page)
+
+
+def _psutil_memory() -> MemorySample:
+    vm, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return MemorySample(total_bytes=int(vm.total), used_bytes=int(vm.used), available_bytes=int(vm.available),
+                        page_cache_bytes=int(getattr(vm, "cached", 0)), swap_used_bytes=int(swap.used),
+                        swap_in_bytes_per_s=float(swap.sin), swap_out_bytes_per_s=float(swap.sout))
 
 
 @dataclass(frozen=True)
@@ -109,10 +148,21 @@ def read_disk_counters() -> dict[str, DiskCounters]:
     return _psutil_disk_counters()
 
 
+_whole_devices: tuple[float, set[str] | None] = (float("-inf"), None)
+
+
+def _whole_device_names() -> set[str] | None:
+    """Names in /sys/block (whole devices, not partitions), re-listed at most every 10 s."""
+    global _whole_devices
+    if time.monotonic() - _whole_devices[0] > 10.0:
+        names = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
+        _whole_devices = (time.monotonic(), names)
+    return _whole_devices[1]
+
+
 def _linux_disk_counters() -> dict[str, DiskCounters]:
-    whole = set(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else None
-    with open("/proc/diskstats", "rb") as fh:
-        lines = fh.read().decode().splitlines()
+    whole = _whole_device_names()
+    lines = read_bytes("/proc/diskstats").decode().splitlines()
     out: dict[str, DiskCounters] = {}
     for line in lines:
         f = line.split()

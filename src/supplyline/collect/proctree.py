@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import psutil
 
+from supplyline.collect.procfs import find_int, read_or_none
 from supplyline.collect.samples import ProcessSample
 
 
-@dataclass(frozen=True)
-class ProcessReading:
-    """Cumulative counters of one process at one instant."""
+class ProcessReading(NamedTuple):
+    """Cumulative counters of one process at one instant (a tuple: built 5x per sample, kept cheap)."""
 
     ppid: int
     name: str
@@ -38,7 +37,7 @@ class ProcessReading:
 
 class Backend(Protocol):
     def read(self, pid: int) -> ProcessReading | None: ...  # None: the process is gone
-    def children(self, pid: int) -> list[int]: ...  # direct children only
+    def descendants(self, pid: int) -> list[int]: ...  # children, grandchildren, ...
 
 
 _STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "Z": "zombie", "T": "stopped",
@@ -58,18 +57,15 @@ class ProcfsBackend:
         return os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
 
     def read(self, pid: int) -> ProcessReading | None:
-        stat = _read_file(f"/proc/{pid}/stat")
+        stat = read_or_none(f"/proc/{pid}/stat")
         if stat is None:
             return None
         # The name sits in parentheses and may itself hold spaces or ')': split at the last one.
         head, _, tail = stat.rpartition(b")")
         f = tail.split()
-        io = _read_file(f"/proc/{pid}/io")
-        read_bytes = write_bytes = None
-        if io is not None:
-            fields = dict(line.split(b":", 1) for line in io.splitlines() if b":" in line)
-            read_bytes = int(fields.get(b"read_bytes", b"0"))
-            write_bytes = int(fields.get(b"write_bytes", b"0"))
+        io = read_or_none(f"/proc/{pid}/io")
+        read_bytes = None if io is None else find_int(io, b"read_bytes:")
+        write_bytes = None if io is None else find_int(io, b"write_bytes:")
         return ProcessReading(
             ppid=int(f[1]),
             name=head.partition(b"(")[2].decode(errors="replace"),
@@ -80,7 +76,19 @@ class ProcfsBackend:
             start_unix_s=self._boot_unix_s + int(f[19]) / self._ticks,
         )
 
-    def children(self, pid: int) -> list[int]:
+    def descendants(self, pid: int) -> list[int]:
+        found: list[int] = []
+        queue, seen = [pid], {pid}
+        while queue:
+            for kid in self._children(queue.pop()):
+                if kid not in seen:
+                    seen.add(kid)
+                    found.append(kid)
+                    queue.append(kid)
+        return found
+
+    @staticmethod
+    def _children(pid: int) -> list[int]:
         # Each thread lists the children it forked; DataLoader workers are usually the main
         # thread's, but a helper thread may fork too, so every thread is read.
         try:
@@ -89,7 +97,7 @@ class ProcfsBackend:
             return []
         kids: list[int] = []
         for tid in tids:
-            data = _read_file(f"/proc/{pid}/task/{tid}/children")
+            data = read_or_none(f"/proc/{pid}/task/{tid}/children")
             if data:
                 kids.extend(int(x) for x in data.split())
         return kids
@@ -125,11 +133,15 @@ class PsutilBackend:
             self._procs.pop(pid, None)
             return None
 
-    def children(self, pid: int) -> list[int]:
+    def descendants(self, pid: int) -> list[int]:
+        # One recursive call: it reads every process on the host once, whatever the tree's depth.
         try:
-            return [c.pid for c in self._process(pid).children()]
+            kids = self._process(pid).children(recursive=True)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             return []
+        for kid in kids:  # keep the objects: later reads reuse them (and their cached name)
+            self._procs.setdefault(kid.pid, kid)
+        return [kid.pid for kid in kids]
 
 
 class ProcessTree:
@@ -148,15 +160,7 @@ class ProcessTree:
         self.root_alive = True
 
     def _refresh_members(self) -> None:
-        members, queue, seen = [], [self.root_pid], {self.root_pid}
-        while queue:
-            pid = queue.pop()
-            members.append(pid)
-            for kid in self._backend.children(pid):
-                if kid not in seen:
-                    seen.add(kid)
-                    queue.append(kid)
-        self._members = members
+        self._members = [self.root_pid, *self._backend.descendants(self.root_pid)]
 
     def read(self) -> list[ProcessSample]:
         """One sample per live member. Rates are over the time since the previous read; a process
@@ -199,17 +203,3 @@ def _sample(pid: int, now: ProcessReading, base: ProcessReading | None, dt: floa
         read_bytes_per_s=rate(now.read_bytes, base.read_bytes if base else 0),
         write_bytes_per_s=rate(now.write_bytes, base.write_bytes if base else 0),
     )
-
-
-def _read_file(path: str) -> bytes | None:
-    # os.open/os.read: a third of the cost of open().read() for these tiny /proc files.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # gone (ENOENT/ESRCH) or not ours to read (EACCES)
-        return None
-    try:
-        return os.read(fd, 65536)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)

@@ -53,6 +53,7 @@ class Monitor:
         self.pid = os.getpid() if pid is None else int(pid)
         self.samples: list[Sample] = []
         self.sampler_cpu_s = 0.0  # CPU time the sampling thread spent, for the overhead figures
+        self.prime_cpu_s = 0.0  # of which the one-off baseline read at start
         self.errors = 0
         self.gpu: GpuReader | None = None
         self._want_gpu = gpu
@@ -126,12 +127,9 @@ class Monitor:
     def summary(self) -> Summary:
         return summarize(list(self.samples))
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Sleep until stopped or ``timeout``; True if stopped."""
-        return self._stop.wait(timeout)
-
     def _run(self) -> None:
         self._guarded(self._prime)
+        self.prime_cpu_s = self.sampler_cpu_s
         self._last_sample_at = time.monotonic()
         next_at = time.monotonic() + self.interval
         while not self._stop.wait(max(0.0, next_at - time.monotonic())):
@@ -173,8 +171,10 @@ class Monitor:
         sample = Sample(time_unix_s=now, elapsed_s=now - self._t0, cpu=cpu, memory=memory, disks=disks,
                         gpus=self.gpu.read() if self.gpu is not None else [],
                         processes=self._tree.read() if self._tree is not None else [])
-        self._write(sample)
-        self.samples.append(sample)
+        try:
+            self._write(sample)  # first, so the log is never behind monitor.samples
+        finally:
+            self.samples.append(sample)  # kept even when the log's disk is full
         if self._on_sample is not None:
             self._on_sample(sample)
 

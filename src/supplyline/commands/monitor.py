@@ -12,6 +12,8 @@ from typing import Callable, Sequence
 
 import psutil
 
+from supplyline.analyze.oscillation import detect_oscillation
+from supplyline.analyze.summary import metric_series
 from supplyline.collect.sampler import Monitor, open_for_writing
 from supplyline.errors import UserError
 from supplyline.render.monitor_view import LiveView, render_summary
@@ -61,15 +63,17 @@ def monitor_command(command: Sequence[str], interval: float = 1.0, log: str | No
                     csv: str | None = None, title: str | None = None) -> int:
     """Run ``command`` under the monitor, print the summary, return the command's exit code.
 
-    The command gets its own process group, so a terminal's Ctrl-C reaches supplyline alone; it is
-    forwarded to the command once per press, and the summary is printed when the command ends.
+    The command gets its own session, so a terminal's Ctrl-C reaches supplyline alone; it is
+    forwarded to the command once per press (never twice), and the summary is printed when the
+    command ends. (A new session rather than a new process group: a background process group that
+    reads the terminal is stopped by SIGTTIN, a process in another session is not.)
     """
     session = _Session(interval, log, csv)
     for path in (log, csv):  # fail on an unwritable log before the command runs, not after
         if path:
             open_for_writing(path).close()
     try:
-        child = subprocess.Popen(list(command), process_group=0)
+        child = subprocess.Popen(list(command), start_new_session=True)
     except FileNotFoundError:
         raise UserError(f"command not found: {command[0]}", code=127) from None
     except PermissionError:
@@ -77,7 +81,12 @@ def monitor_command(command: Sequence[str], interval: float = 1.0, log: str | No
     except OSError as exc:
         raise UserError(f"cannot run {command[0]}: {exc.strerror or exc}", code=126) from None
     session.child = child
-    monitor = session.start(child.pid)
+    try:
+        monitor = session.start(child.pid)
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
     watched = title or f"{command[0]} (PID {child.pid})"
     session.follow(monitor, watched, lambda: child.poll() is not None)
     code = child.wait()
@@ -86,6 +95,8 @@ def monitor_command(command: Sequence[str], interval: float = 1.0, log: str | No
 
 
 def _check_pid(pid: int) -> None:
+    if pid <= 0:
+        raise UserError(f"no process with PID {pid}")
     try:
         alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, ValueError):
@@ -123,7 +134,7 @@ class _Session:
         if not view.enabled:
             print(f"supplyline monitor: watching {watched} every {self.interval:g} s"
                   f"{f', logging to {self.log}' if self.log else ''}; Ctrl-C stops", file=sys.stderr, flush=True)
-        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             with view:
                 # With a command, Ctrl-C is forwarded and we wait for it to end; otherwise it stops us.
@@ -136,6 +147,13 @@ class _Session:
 
     def finish(self, monitor: Monitor, title: str) -> None:
         monitor.stop()
-        render_summary(monitor.summary(), monitor.gpu_status, title)
+        summary = monitor.summary()
+        render_summary(summary, monitor.gpu_status, title)
+        # The seed's tip: utilization that drops periodically means waiting for data. Said only when seen.
+        gpu_util = [m for m in summary.metrics if m.startswith("gpu") and m.endswith(".util_pct")]
+        for name in gpu_util + ["tree.root_cpu_pct", "tree.children_cpu_pct"]:
+            times, values = metric_series(monitor.samples, name)
+            if len(values) >= 12 and (result := detect_oscillation(values, timestamps=times)).oscillates:
+                print(f"{name} oscillates: {result.reason}")
         if monitor.errors:
             print(f"supplyline monitor: {monitor.errors} samples failed (see the warning above)", file=sys.stderr)

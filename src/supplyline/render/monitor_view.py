@@ -58,7 +58,8 @@ def render_sample(sample: Sample, gpu_status: str, watched: str) -> RenderableTy
                       f"out {human_bytes(mem.swap_out_bytes_per_s)}/s)"))
     parts.append(_disk_table(sample))
     parts.append(_gpu_part(sample, gpu_status))
-    parts.append(_process_table(sample))
+    if sample.processes:
+        parts.append(_process_table(sample))
     return Group(*parts)
 
 
