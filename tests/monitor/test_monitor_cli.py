@@ -126,7 +126,7 @@ def test_sigint_stops_the_command_and_still_prints_the_summary(tmp_path) -> None
 
 @pytest.mark.slow
 def test_demo_runs_the_bundled_job_under_the_monitor(cli) -> None:
-    result = cli(["demo", "--seconds", "2", "--interval", "0.25"], timeout=300)
+    result = cli(["demo", "--monitor", "--seconds", "2", "--interval", "0.25"], timeout=300)
     assert result.returncode == 0, result.stderr
     assert "demo_train:" in result.stdout and "steps in" in result.stdout
     assert "tree.children_cpu_pct" in result.stdout

@@ -20,14 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="supplyline-report", metavar="DIR", help="report directory (default: %(default)s)")
     parser.add_argument("--steps", type=int, default=40, help="observed training steps (default: %(default)s)")
     parser.add_argument("--monitor", action="store_true", help="run the host monitor around the job instead of the doctor")
+    parser.add_argument("--seconds", type=float, default=8.0, help="with --monitor: training time of the job (default 8)")
+    parser.add_argument("--interval", type=float, default=0.5, metavar="S", help="with --monitor: seconds between samples")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.monitor:
         from supplyline.commands.monitor import monitor_command
 
-        command = [sys.executable, BUNDLED_DEMO, "--seconds", "8", "--workers", "2"]
-        return monitor_command(command, 0.5, None, None, title="demo: tiny CNN, 2 DataLoader workers")
+        command = [sys.executable, BUNDLED_DEMO, "--seconds", str(args.seconds), "--workers", "2"]
+        return monitor_command(command, args.interval, None, None, title="demo: tiny CNN, 2 DataLoader workers")
     from supplyline.cli import main
 
     print(f"supplyline demo: diagnosing the bundled {os.path.basename(BUNDLED_DEMO)} (num_workers=0, "
