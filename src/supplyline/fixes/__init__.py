@@ -9,9 +9,29 @@ See docs/fixes.md for the two-line change each one needs and what it guarantees.
 """
 from __future__ import annotations
 
-from supplyline.fixes.async_logging import AsyncLogging, async_logging
-from supplyline.fixes.checkpoint import AsyncCheckpointer, load_latest
-from supplyline.fixes._ckpt_files import Checkpoint
-from supplyline.fixes.every import Every, every
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["AsyncCheckpointer", "AsyncLogging", "Checkpoint", "Every", "async_logging", "every", "load_latest"]
+# Imported on first use (PEP 562), so `from supplyline.fixes import async_logging` does not
+# pay for importing torch.
+_HOMES = {
+    "AsyncLogging": "logging_queue", "async_logging": "logging_queue",
+    "AsyncCheckpointer": "checkpoint", "load_latest": "checkpoint",
+    "Checkpoint": "_ckpt_files", "Every": "periodic", "every": "periodic",
+}
+
+if TYPE_CHECKING:
+    from supplyline.fixes._ckpt_files import Checkpoint
+    from supplyline.fixes.logging_queue import AsyncLogging, async_logging
+    from supplyline.fixes.checkpoint import AsyncCheckpointer, load_latest
+    from supplyline.fixes.periodic import Every, every
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'supplyline.fixes' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"supplyline.fixes.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
