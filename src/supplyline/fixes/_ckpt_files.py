@@ -137,13 +137,15 @@ def remove_path(path: str) -> None:
         pass
 
 
-def describe_write_error(exc: BaseException, directory: str, step: int) -> str:
+def describe_write_error(exc: BaseException, directory: str, step: int, size_bytes: int | None = None) -> str:
     """One line a user can act on, whatever layer (torch, DCP, the OS) raised."""
     cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, OSError):
         cause = cause.__cause__ or cause.__context__
     if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
-        reason = f"the disk is full ({human_bytes(shutil.disk_usage(directory).free)} free)"
+        needed = f"the checkpoint needs about {human_bytes(size_bytes)}, " if size_bytes else ""
+        free = human_bytes(shutil.disk_usage(directory).free)
+        reason = f"the disk is full ({needed}{free} free after removing the partial file)"
     elif isinstance(cause, OSError):
         reason = cause.strerror or str(cause)
     else:

@@ -20,6 +20,17 @@ def snapshot_to_cpu(state: Any) -> Any:
     return _copy(state, {})
 
 
+def tensor_bytes(state: Any) -> int:
+    """Bytes of tensor data in ``state``: about the size of its checkpoint file."""
+    if isinstance(state, torch.Tensor):
+        return state.numel() * state.element_size()
+    if isinstance(state, dict):
+        return sum(tensor_bytes(value) for value in state.values())
+    if isinstance(state, (list, tuple)):
+        return sum(tensor_bytes(value) for value in state)
+    return 0
+
+
 def _copy(obj: Any, seen: dict[_TensorKey, torch.Tensor]) -> Any:
     if isinstance(obj, torch.Tensor):
         return _copy_tensor(obj, seen)

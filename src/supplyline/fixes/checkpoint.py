@@ -23,7 +23,7 @@ from typing import Any, Callable, Literal
 from supplyline.errors import UserError
 from supplyline.fixes import _ckpt_files as files
 from supplyline.fixes import _dcp, _exit
-from supplyline.fixes._snapshot import snapshot_to_cpu
+from supplyline.fixes._snapshot import snapshot_to_cpu, tensor_bytes
 
 log = logging.getLogger("supplyline.fixes")
 
@@ -120,7 +120,8 @@ class AsyncCheckpointer:
             job = self._torch_job(snapshot_to_cpu(state), step, metric, improved)
         else:
             job = self._dcp_job(state, step, metric, improved)
-        self._thread = threading.Thread(target=self._run, args=(job, step, improved, previous_best),
+        size = tensor_bytes(state)
+        self._thread = threading.Thread(target=self._run, args=(job, step, size, improved, previous_best),
                                         name=f"supplyline-checkpoint-{step}")
         self._thread.start()
         self.saves_started += 1
@@ -159,13 +160,14 @@ class AsyncCheckpointer:
             files.publish(self.directory, "best", name, step, metric, fmt)
         files.prune(self.directory, self.prefix, self.keep_last)
 
-    def _run(self, job: Callable[[], None], step: int, improved: bool, previous_best: float | None) -> None:
+    def _run(self, job: Callable[[], None], step: int, size: int, improved: bool,
+             previous_best: float | None) -> None:
         try:
             job()
         except BaseException as exc:
             if improved:
                 self._best = previous_best
-            message = files.describe_write_error(exc, self.directory, step)
+            message = files.describe_write_error(exc, self.directory, step, size)
             latest = files.read_pointer(self.directory) if self._coordinator else None
             if latest:
                 message += f"; {latest['name']} (step {latest['step']}) is still the latest checkpoint"
