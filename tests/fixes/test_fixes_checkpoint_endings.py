@@ -19,10 +19,13 @@ from supplyline.fixes import AsyncCheckpointer, load_latest
 # Saves back to back, each a 32 MB tensor filled with its step number, so that a save is in
 # flight nearly all the time; resumes from `latest` like a real job.
 SAVING_CHILD = """
-import sys, torch
+import signal, sys, torch
 from supplyline.fixes import AsyncCheckpointer, load_latest
 
 directory, mode = sys.argv[1], sys.argv[2]
+stop_requested = []
+if mode == "graceful":  # the usual cluster pattern: SIGTERM sets a flag, the loop saves and exits
+    signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.append(signum))
 previous = load_latest(directory)
 step = previous.step + 1 if previous else 1
 ckpt = AsyncCheckpointer(directory, keep_last=2)
@@ -36,6 +39,12 @@ while True:
     if mode == "sigterm":
         import time; time.sleep(120)
     step += 1
+    if stop_requested:
+        weights.fill_(step)
+        ckpt.save({"w": weights, "step": step}, step=step)
+        ckpt.close()
+        print(f"FINAL {step}", flush=True)
+        sys.exit(0)
 """
 
 
@@ -70,12 +79,25 @@ def test_sigterm_waits_for_the_save_then_dies_by_sigterm(scratch):
 
 
 @pytest.mark.slow
+def test_sigterm_chains_the_programs_handler_which_can_still_save(scratch):
+    script = write_script(scratch, SAVING_CHILD)
+    directory = os.path.join(scratch, "ckpt")
+    proc = start_child(script, directory, "graceful")
+    read_until(proc, "SAVING 1")
+    proc.send_signal(signal.SIGTERM)
+    final = read_until(proc, "FINAL")
+    proc.wait(timeout=60)
+    assert proc.returncode == 0
+    assert _assert_consistent(directory) == int(final.split()[1])
+
+
+@pytest.mark.slow
 def test_sigkill_during_saves_never_leaves_a_partial_latest(scratch):
     script = write_script(scratch, SAVING_CHILD)
     directory = os.path.join(scratch, "ckpt")
     rng = random.Random(8)
     killed_mid_write = 0
-    for _ in range(4):
+    for _ in range(3):
         proc = start_child(script, directory, "loop")
         read_until(proc, "SAVING")
         time.sleep(rng.uniform(0.0, 0.6))

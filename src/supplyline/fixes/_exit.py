@@ -48,10 +48,22 @@ def run_all() -> None:
             if not _callbacks:
                 return
             callback = _callbacks.pop()
-        try:
-            callback()
-        except Exception as exc:  # an exit path must never raise over the user's own exit
-            os.write(2, f"supplyline: clean-up at exit failed: {exc}\n".encode())
+        _run_one(callback)
+
+
+def _run_each_keeping_them() -> None:
+    """Run every callback but keep them registered: the process may go on after SIGTERM."""
+    with _lock:
+        callbacks = list(reversed(_callbacks))
+    for callback in callbacks:
+        _run_one(callback)
+
+
+def _run_one(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception as exc:  # an exit path must never raise over the user's own exit
+        os.write(2, f"supplyline: clean-up at exit failed: {exc}\n".encode())
 
 
 def _install_sigterm() -> None:
@@ -72,11 +84,14 @@ def _install_sigterm() -> None:
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    run_all()
     previous = _previous_sigterm
     if callable(previous):
+        # The program's own handler decides whether to end (often: set a flag, save, exit), so
+        # flush now but stay registered for the real exit.
+        _run_each_keeping_them()
         previous(signum, frame)
         return
+    run_all()
     # No Python handler before us: end exactly as the default action would, killed by SIGTERM,
     # so the parent (shell, scheduler) sees the conventional status 128 + 15 = 143.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -203,7 +203,8 @@ class AsyncCheckpointer:
         self.wait()
 
     def _at_exit(self) -> None:
-        self._closed = True
+        """Wait for the save in flight and report its error; does not close, since after a
+        SIGTERM the program's own handler may still save a last checkpoint."""
         self._join()
         message, self._error = self._error, None
         if message is not None:
@@ -219,6 +220,7 @@ class AsyncCheckpointer:
         if exc_type is None:
             self.close()
         else:  # do not hide the user's exception behind a checkpoint error
+            self._closed = True
             _exit.unregister(self._at_exit)
             self._at_exit()
 
