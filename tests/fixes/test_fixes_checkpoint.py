@@ -43,6 +43,7 @@ def _train_steps(model: torch.nn.Module, optimizer: torch.optim.Optimizer, n: in
         optimizer.step()
 
 
+@pytest.mark.slow
 def test_saved_state_is_the_state_at_the_call_while_training_goes_on(scratch):
     model = _model()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
