@@ -171,6 +171,20 @@ def best_of(variants: dict[str, str], steps: int, rounds: int) -> dict[str, Resu
     return best
 
 
+def doctor_findings(path: str, steps: int, out_dir: str) -> list[dict[str, object]]:
+    """Run `supplyline doctor` on one script and return its findings (the doctor's own verdict)."""
+    env = dict(os.environ, BENCH_STEPS=str(steps))
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    report_dir = os.path.join(out_dir, "doctor-" + os.path.basename(path)[:-3])
+    done = subprocess.run([sys.executable, "-m", "supplyline", "doctor", "--quiet", "--no-what-if", "--out",
+                           report_dir, path], env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"the doctor failed on {path}:\n{done.stderr[-2000:]}")
+    with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as fh:
+        return list(json.load(fh)["findings"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, help="training steps per script (default: logging 200, checkpoint 60)")
@@ -192,6 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(f"{loop}: step time {before.mean_step_ms / after.mean_step_ms:.2f}x faster, "
                       f"whole run {before.whole_run_s / after.whole_run_s:.2f}x faster")
     print("\n".join(["", "before/after ratios (>1 means the fix helps):", *ratios]))
+    print("\nthe doctor on each script (does it still report the finding?):")
+    for loop, variants in scripts.items():
+        steps = args.steps or DEFAULT_STEPS[loop]
+        for variant, path in variants.items():
+            found = [f for f in doctor_findings(path, steps, out_dir) if f["check"] == loop]
+            shown = f"{found[0]['severity']} {float(found[0]['share_of_step_time']) * 100:.0f}% of step time" if found else "not reported"
+            print(f"  {loop:<11} {variant:<7} {loop} finding: {shown}")
     if not args.keep:
         import shutil
         shutil.rmtree(out_dir, ignore_errors=True)
