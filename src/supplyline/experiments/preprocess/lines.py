@@ -35,8 +35,10 @@ class LineSampler:
         self._old_switch = sys.getswitchinterval()
 
     def __enter__(self) -> "LineSampler":
-        # A shorter switch interval lets the sampler take the GIL from a busy thread on time.
-        sys.setswitchinterval(min(self._old_switch, self.interval_s / 2))
+        # A short switch interval lets the sampler take the GIL from a busy thread on time; with the
+        # default 5 ms it would mostly get the GIL when the thread releases it (I/O, decoders), which
+        # would bias the samples towards those lines.
+        sys.setswitchinterval(min(self._old_switch, self.interval_s / 20))
         self._thread.start()
         return self
 

@@ -36,8 +36,11 @@ DECODERS: list[Callable[[str, str], bool]] = [
 ]
 
 
-def profile_calls(call: Callable[[int], Any], indices: list[int]) -> tuple[RawStats, int]:
-    """Run ``call(i)`` for each index under cProfile; errors are skipped (the timing pass reports them)."""
+def profile_calls(call: Callable[[int], Any], indices: list[int],
+                  after: Callable[[], None] | None = None) -> tuple[RawStats, int]:
+    """Run ``call(i)`` for each index under cProfile; errors are skipped (the timing pass reports them).
+
+    ``after`` (progress) runs outside the profiled region so it does not show in the profile."""
     profiler = cProfile.Profile()
     done = 0
     try:
@@ -50,6 +53,8 @@ def profile_calls(call: Callable[[int], Any], indices: list[int]) -> tuple[RawSt
                 pass
             finally:
                 profiler.disable()
+            if after:
+                after()
     finally:
         profiler.create_stats()
     return dict(profiler.stats), done  # type: ignore[attr-defined]
