@@ -2,7 +2,13 @@
 
 Work that holds the GIL gains nothing from threads (×~1) but scales with processes; work in
 NumPy/native code that releases the GIL scales either way. Runs alternate (single, threads,
-processes, twice) and each keeps its best, because other programs on the machine add noise.
+processes, at least twice) and each keeps its best, because other programs on the machine add noise;
+while processes show no scaling at all (no free core), more rounds are run.
+
+When the machine is so busy that even processes do not scale, throughput cannot tell the two
+apart. Linux's per-thread schedstat can: it splits a thread's time into running and waiting for a
+CPU; what remains is time blocked — for threads doing the same CPU work, that is waiting for the
+GIL (minus what one thread alone spends blocked, e.g. on I/O).
 """
 from __future__ import annotations
 
@@ -15,6 +21,10 @@ from supplyline.experiments.preprocess.report import GilReport
 
 # Process scaling must beat thread scaling by this factor to call the work GIL-bound.
 GIL_RATIO = 1.3
+# Below this process scaling the machine gave us no second core: threads vs processes says nothing.
+INCONCLUSIVE_BELOW = 1.3
+# ...then threads blocked this much longer than one thread alone means they queue for the GIL.
+GIL_WAIT_SHARE = 0.1
 
 
 def _work(dataset: Any, indices: list[int], count: int) -> None:
@@ -22,18 +32,39 @@ def _work(dataset: Any, indices: list[int], count: int) -> None:
         dataset[indices[k % len(indices)]]
 
 
-def _single(dataset: Any, indices: list[int], count: int) -> float:
-    start = time.perf_counter()
+def _schedstat() -> tuple[int, int] | None:
+    """(ns running, ns runnable but waiting for a CPU) of the calling thread; None off Linux."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as fh:
+            running, waiting = fh.read().split()[:2]
+        return int(running), int(waiting)
+    except (OSError, ValueError):
+        return None
+
+
+def _timed_work(dataset: Any, indices: list[int], count: int, blocked: list[float]) -> None:
+    """Do the work; append the share of wall time this thread spent blocked (neither running nor runnable)."""
+    before, start = _schedstat(), time.perf_counter_ns()
     _work(dataset, indices, count)
-    return time.perf_counter() - start
+    after, wall = _schedstat(), time.perf_counter_ns() - start
+    if before and after and wall > 0:
+        blocked.append(max(0.0, 1 - (after[0] - before[0] + after[1] - before[1]) / wall))
 
 
-def _threads(dataset: Any, indices: list[int], count: int, n: int) -> float:
+def _single(dataset: Any, indices: list[int], count: int) -> tuple[float, float | None]:
+    blocked: list[float] = []
+    start = time.perf_counter()
+    _timed_work(dataset, indices, count, blocked)
+    return time.perf_counter() - start, blocked[0] if blocked else None
+
+
+def _threads(dataset: Any, indices: list[int], count: int, n: int) -> tuple[float, float | None]:
     barrier = threading.Barrier(n + 1)
+    blocked: list[float] = []
 
     def body() -> None:
         barrier.wait()
-        _work(dataset, indices, count)
+        _timed_work(dataset, indices, count, blocked)
 
     threads = [threading.Thread(target=body, daemon=True) for _ in range(n)]
     for t in threads:
@@ -42,7 +73,7 @@ def _threads(dataset: Any, indices: list[int], count: int, n: int) -> float:
     start = time.perf_counter()
     for t in threads:
         t.join()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, sum(blocked) / len(blocked) if len(blocked) == n else None
 
 
 def _process_body(dataset: Any, indices: list[int], count: int, barrier: Any, results: Any) -> None:
@@ -66,37 +97,72 @@ def _processes(dataset: Any, indices: list[int], count: int, n: int, ctx: Any) -
 
 
 def check_gil(dataset: Any, indices: list[int], seconds_per_item: float, parallelism: int,
-              start_method: str | None, processes_allowed: bool, target_s: float = 0.25,
-              rounds: int = 2) -> GilReport:
-    """Throughput scaling of ``dataset[i]`` on ``parallelism`` threads and processes vs one thread."""
+              start_method: str | None, processes_allowed: bool, target_s: float = 0.2,
+              min_rounds: int = 2, max_rounds: int = 5) -> GilReport:
+    """Throughput scaling of ``dataset[i]`` on ``parallelism`` threads and processes vs one thread.
+
+    Rounds go on past ``min_rounds`` while the answer is inconclusive (processes did not scale
+    either: other programs held the cores), up to ``max_rounds``.
+    """
     count = int(min(max(target_s / max(seconds_per_item, 1e-6), 3), 5000))
     ctx = multiprocessing.get_context(start_method)
     _work(dataset, indices, min(count, 3))  # warm caches so the first timed run is not penalized
     single = threads = processes = float("inf")
-    for _ in range(rounds):
-        single = min(single, _single(dataset, indices, count))
-        threads = min(threads, _threads(dataset, indices, count, parallelism))
+    single_blocked: list[float] = []
+    threads_blocked: list[float] = []
+    for done in range(1, max_rounds + 1):
+        single, single_blocked = _best(single, single_blocked, _single(dataset, indices, count))
+        threads, threads_blocked = _best(threads, threads_blocked, _threads(dataset, indices, count, parallelism))
         if processes_allowed:
             processes = min(processes, _processes(dataset, indices, count, parallelism, ctx))
+        if done >= min_rounds and (not processes_allowed or parallelism * single / processes >= INCONCLUSIVE_BELOW):
+            break
     thread_scaling = parallelism * single / threads
     process_scaling = parallelism * single / processes if processes_allowed else None
+    gil_wait = (max(0.0, _median(threads_blocked) - _median(single_blocked))
+                if threads_blocked and single_blocked else None)
+    holds = _holds_gil(thread_scaling, process_scaling, gil_wait)
     return GilReport(parallelism=parallelism, single_items_per_s=count / single, thread_scaling=thread_scaling,
-                     process_scaling=process_scaling, holds_gil=_holds_gil(thread_scaling, process_scaling),
-                     verdict=verdict(thread_scaling, process_scaling, parallelism))
+                     process_scaling=process_scaling, gil_wait_share=gil_wait, holds_gil=holds,
+                     verdict=verdict(thread_scaling, process_scaling, parallelism, gil_wait))
 
 
-def _holds_gil(thread_scaling: float, process_scaling: float | None) -> bool:
-    return process_scaling is not None and process_scaling >= GIL_RATIO * thread_scaling
+def _best(best: float, blocked: list[float], run: tuple[float, float | None]) -> tuple[float, list[float]]:
+    seconds, share = run
+    if share is not None:
+        blocked = blocked + [share]
+    return min(best, seconds), blocked
 
 
-def verdict(thread_scaling: float, process_scaling: float | None, n: int) -> str:
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _conclusive(process_scaling: float | None) -> bool:
+    return process_scaling is not None and process_scaling >= INCONCLUSIVE_BELOW
+
+
+def _holds_gil(thread_scaling: float, process_scaling: float | None, gil_wait: float | None) -> bool:
+    if _conclusive(process_scaling):
+        return process_scaling >= GIL_RATIO * thread_scaling  # type: ignore[operator]
+    return gil_wait is not None and gil_wait >= GIL_WAIT_SHARE
+
+
+def verdict(thread_scaling: float, process_scaling: float | None, n: int, gil_wait: float | None = None) -> str:
     head = f"threads ×{thread_scaling:.2f}"
-    if process_scaling is None:
-        return head + f" on {n} threads (processes not measured)"
-    head += f", processes ×{process_scaling:.2f} on {n} {'cores' if n > 1 else 'core'}"
-    if _holds_gil(thread_scaling, process_scaling):
-        return head + (": this work holds the GIL; keep it in worker processes or move it into "
-                       "vectorized/native code")
-    if process_scaling < 1.15:
-        return head + ": neither scaled — the machine is busy or the work is bound by something shared (disk, memory)"
-    return head + ": threads scale like processes — this work releases the GIL"
+    if process_scaling is not None:
+        head += f", processes ×{process_scaling:.2f}"
+    head += f" on {n} {'cores' if n > 1 else 'core'}"
+    wait = f"; threads spent {gil_wait:.0%} of their time waiting for the GIL" if gil_wait is not None else ""
+    holds = ": this work holds the GIL; keep it in worker processes or move it into vectorized/native code"
+    if _conclusive(process_scaling):
+        if _holds_gil(thread_scaling, process_scaling, gil_wait):
+            return head + wait + holds
+        return head + wait + ": threads scale like processes — this work releases the GIL"
+    busy = " (processes did not scale either: no free core now)" if process_scaling is not None else ""
+    if gil_wait is None:
+        return head + busy + ": inconclusive"
+    if gil_wait >= GIL_WAIT_SHARE:
+        return head + busy + wait + holds
+    return head + busy + wait + ": threads do not queue for the GIL — this work releases it"
