@@ -119,13 +119,14 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
         runner.run("timing __getitem__", len(indices), lambda: timing.time_samples(
             ds, indices, times, keep=batch_size * 4, chain=installed, progress=progress.advance))
         report.getitem, report.cpu_share, report.errors = times.distribution(), times.cpu_share(), times.errors
+        report.cpu_wait_share = times.cpu_wait_share()
         ok = times.indices
         runner.run("checking determinism", None, lambda: setattr(
             report, "sample_deterministic", timing.check_determinism(ds, ok[:2], installed)))
     finally:
         if installed:
             installed.restore()
-            report.chain = chain_report.build(installed, sum(times.wall_ms), times.indices)
+            report.chain = chain_report.build(installed, times.own_ms, times.wall_ms, times.indices)
     if not ok:
         report.notes.append("every sample raised: nothing else to measure")
         return _finish(report, ds)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from supplyline.errors import UserError
+from supplyline.experiments.preprocess import schedclock
 from supplyline.experiments.preprocess.report import Location
 
 # Attribute names under which datasets commonly keep their preprocessing, most common first.
@@ -75,15 +76,17 @@ class StageRecorder:
 
     stages: int
     checking: bool = False   # determinism mode: run each stage twice on a copy, do not time
-    times_ms: list[list[float]] = field(default_factory=list)
+    times_ms: list[list[float]] = field(default_factory=list)      # own time: wall minus waiting for a CPU
+    wall_ms: list[list[float]] = field(default_factory=list)
     in_kinds: list[Counter[str]] = field(default_factory=list)
     out_kinds: list[Counter[str]] = field(default_factory=list)
     paths: Counter[tuple[str, ...]] = field(default_factory=Counter)
     same_twice: list[list[bool]] = field(default_factory=list)
-    _pending: list[tuple[int, float, str, str]] = field(default_factory=list)
+    _pending: list[tuple[int, float, float, str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.times_ms = [[] for _ in range(self.stages)]
+        self.wall_ms = [[] for _ in range(self.stages)]
         self.in_kinds = [Counter() for _ in range(self.stages)]
         self.out_kinds = [Counter() for _ in range(self.stages)]
         self.same_twice = [[] for _ in range(self.stages)]
@@ -94,8 +97,9 @@ class StageRecorder:
     def commit_sample(self) -> None:
         """Keep what the stages recorded for a sample that loaded without error."""
         path: list[str] = []
-        for position, ms, kind_in, kind_out in self._pending:
-            self.times_ms[position].append(ms)
+        for position, own_ms, wall_ms, kind_in, kind_out in self._pending:
+            self.times_ms[position].append(own_ms)
+            self.wall_ms[position].append(wall_ms)
             self.in_kinds[position][kind_in] += 1
             self.out_kinds[position][kind_out] += 1
             if not path:
@@ -128,10 +132,12 @@ class TimedStage:
         if recorder.checking:
             return self._call_twice(args, kwargs)
         kind_in = kind_of(data)
-        start = time.perf_counter()
+        queued = schedclock.queue_wait_ns()
+        start = time.perf_counter_ns()
         out = self._inner(*args, **kwargs)
-        elapsed_ms = (time.perf_counter() - start) * 1e3
-        recorder._pending.append((self._position, elapsed_ms, kind_in, kind_of(out)))
+        wall_ns = time.perf_counter_ns() - start
+        own_ns = max(wall_ns - (schedclock.queue_wait_ns() - queued), 0)
+        recorder._pending.append((self._position, own_ns / 1e6, wall_ns / 1e6, kind_in, kind_of(out)))
         return out
 
     def _call_twice(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

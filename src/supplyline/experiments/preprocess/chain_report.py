@@ -5,16 +5,34 @@ from supplyline.experiments.preprocess.chain import InstalledChain, churn, locat
 from supplyline.experiments.preprocess.report import ChainReport, Distribution, StageTiming
 
 
-def build(chain: InstalledChain, getitem_total_ms: float, sample_indices: list[int]) -> ChainReport:
-    """``sample_indices``: the dataset index of each committed sample, in order (labels the slowest)."""
+def _typical_share(stage_ms: list[float], getitem_ms: list[float]) -> float:
+    """Median of per-sample shares: a sample slowed by the OS (preempted) cannot skew the ranking.
+
+    Falls back to the ratio of totals when the stage did not run once per sample (conditional stages).
+    """
+    if len(stage_ms) != len(getitem_ms) or not stage_ms:
+        total = sum(getitem_ms)
+        return sum(stage_ms) / total if total > 0 else 0.0
+    shares = sorted(s / g for s, g in zip(stage_ms, getitem_ms) if g > 0)
+    return shares[len(shares) // 2] if len(shares) % 2 else (shares[len(shares) // 2 - 1] + shares[len(shares) // 2]) / 2
+
+
+def build(chain: InstalledChain, getitem_own_ms: list[float], getitem_wall_ms: list[float],
+          sample_indices: list[int]) -> ChainReport:
+    """Per committed sample, in order: own and wall ``__getitem__`` times, and the index (labels the slowest).
+
+    Shares use own times (wall minus waiting for a CPU) so a busy machine does not inflate long stages.
+    """
     recorder = chain.recorder
+    wall_total_ms = sum(getitem_wall_ms)
     stages = []
     for position, stage in enumerate(chain.stages):
         times = recorder.times_ms[position]
         checks = recorder.same_twice[position]
         stages.append(StageTiming(
             position=position, name=stage_name(stage), location=locate(stage), time=Distribution.of(times, sample_indices[:len(times)]),
-            share_of_sample=sum(times) / getitem_total_ms if getitem_total_ms > 0 else 0.0,
+            share_of_sample=_typical_share(times, getitem_own_ms),
+            share_of_total=sum(recorder.wall_ms[position]) / wall_total_ms if wall_total_ms > 0 else 0.0,
             input_kinds=dict(recorder.in_kinds[position]), output_kinds=dict(recorder.out_kinds[position]),
             deterministic=all(checks) if checks else None))
     samples = sum(recorder.paths.values())

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from supplyline.experiments.preprocess import schedclock
 from supplyline.experiments.preprocess.report import GilReport
 
 # Process scaling must beat thread scaling by this factor to call the work GIL-bound.
@@ -32,21 +33,11 @@ def _work(dataset: Any, indices: list[int], count: int) -> None:
         dataset[indices[k % len(indices)]]
 
 
-def _schedstat() -> tuple[int, int] | None:
-    """(ns running, ns runnable but waiting for a CPU) of the calling thread; None off Linux."""
-    try:
-        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as fh:
-            running, waiting = fh.read().split()[:2]
-        return int(running), int(waiting)
-    except (OSError, ValueError):
-        return None
-
-
 def _timed_work(dataset: Any, indices: list[int], count: int, blocked: list[float]) -> None:
     """Do the work; append the share of wall time this thread spent blocked (neither running nor runnable)."""
-    before, start = _schedstat(), time.perf_counter_ns()
+    before, start = schedclock.thread_sched(), time.perf_counter_ns()
     _work(dataset, indices, count)
-    after, wall = _schedstat(), time.perf_counter_ns() - start
+    after, wall = schedclock.thread_sched(), time.perf_counter_ns() - start
     if before and after and wall > 0:
         blocked.append(max(0.0, 1 - (after[0] - before[0] + after[1] - before[1]) / wall))
 

@@ -89,14 +89,17 @@ _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictC
 
 
 def enclosing_loop(filename: str, line: int) -> int | None:
-    """Line of the innermost for/while/comprehension around ``line`` within its own function."""
+    """Line of the outermost for/while/comprehension around ``line`` within its own function.
+
+    Outermost, because that is the loop a vectorized rewrite replaces (all of a per-pixel y/x nest).
+    """
     tree = _parse(filename)
     if tree is None:
         return None
     best: ast.AST | None = None
     for node in ast.walk(tree):
         if isinstance(node, _LOOPS) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            if not _crosses_function(tree, node, line) and (best is None or node.lineno >= best.lineno):
+            if not _crosses_function(tree, node, line) and (best is None or node.lineno < best.lineno):
                 best = node
     return best.lineno if best is not None else None
 

@@ -72,8 +72,9 @@ class StageTiming:
     position: int
     name: str
     location: Location | None
-    time: Distribution
-    share_of_sample: float          # stage time / __getitem__ time, 0..1
+    time: Distribution              # own time: wall minus time the OS kept the thread waiting for a CPU
+    share_of_sample: float          # median over samples of stage time / that sample's __getitem__ time, 0..1
+    share_of_total: float           # all of this stage's time / all __getitem__ time (outliers weigh in), 0..1
     input_kinds: dict[str, int]     # "numpy" / "pil" / "tensor" / other type name -> count
     output_kinds: dict[str, int]
     deterministic: bool | None      # same input twice -> same output? None: not checked
@@ -125,7 +126,7 @@ class HotLine:
     share: float
     source: str
     in_python_loop: bool            # the line sits inside a for/while/comprehension of its function
-    loop_line: int | None           # the line of the innermost enclosing loop
+    loop_line: int | None           # the line of the outermost enclosing loop in that function
     function_self_share: float | None  # that function's own (interpreter) time share from cProfile
 
 
@@ -222,7 +223,8 @@ class PreprocessReport:
     dataset_len: int
     indices: list[int]
     getitem: Distribution | None = None
-    cpu_share: float | None = None          # thread CPU time / wall time inside __getitem__
+    cpu_share: float | None = None          # thread CPU time / own time inside __getitem__ (low: waits on I/O)
+    cpu_wait_share: float = 0.0             # share of __getitem__ wall time spent waiting for a CPU (busy machine)
     errors: list[SampleError] = field(default_factory=list)
     collate: Distribution | None = None
     sample_deterministic: bool | None = None

@@ -9,6 +9,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from supplyline.experiments.preprocess import schedclock
 from supplyline.experiments.preprocess.chain import InstalledChain, same_value
 from supplyline.experiments.preprocess.report import Distribution, Location, SampleError
 
@@ -21,6 +22,7 @@ class SampleTimes:
 
     indices: list[int] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
+    own_ms: list[float] = field(default_factory=list)    # wall minus time waiting for a CPU (busy machine)
     cpu_ms: list[float] = field(default_factory=list)
     errors: list[SampleError] = field(default_factory=list)
     kept: list[Any] = field(default_factory=list)   # loaded samples, for the collate and transfer runs
@@ -29,8 +31,12 @@ class SampleTimes:
         return Distribution.of(self.wall_ms, self.indices)
 
     def cpu_share(self) -> float | None:
+        total = sum(self.own_ms)
+        return min(sum(self.cpu_ms) / total, 1.0) if total > 0 else None
+
+    def cpu_wait_share(self) -> float:
         total = sum(self.wall_ms)
-        return sum(self.cpu_ms) / total if total > 0 else None
+        return 1 - sum(self.own_ms) / total if total > 0 else 0.0
 
 
 def _short_traceback(exc: BaseException) -> str:
@@ -55,6 +61,7 @@ def time_samples(dataset: Any, indices: list[int], out: SampleTimes, keep: int,
         if recorder:
             recorder.begin_sample()
         cpu0 = time.thread_time()
+        queued = schedclock.queue_wait_ns()
         start = time.perf_counter()
         try:
             sample = dataset[index]
@@ -65,6 +72,7 @@ def time_samples(dataset: Any, indices: list[int], out: SampleTimes, keep: int,
             elapsed_ms = (time.perf_counter() - start) * 1e3
             out.cpu_ms.append((time.thread_time() - cpu0) * 1e3)
             out.wall_ms.append(elapsed_ms)
+            out.own_ms.append(max(elapsed_ms - (schedclock.queue_wait_ns() - queued) / 1e6, 0.0))
             out.indices.append(index)
             if recorder:
                 recorder.commit_sample()
