@@ -183,7 +183,7 @@ class GilReport:
     single_items_per_s: float
     thread_scaling: float
     process_scaling: float | None
-    gil_wait_share: float | None    # share of threaded wall time blocked beyond one thread alone (Linux schedstat)
+    gil_wait_share: float | None    # threads' blocked share of (running + blocked) time, beyond one thread alone (Linux schedstat)
     holds_gil: bool
     verdict: str
 
