@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from supplyline.experiments.preprocess import profile_dataset
+    from supplyline.experiments.preprocess import profile_dataset, resolve_target
     from supplyline.render.preprocess import render
     from supplyline.target import load_attr
 
@@ -61,11 +61,12 @@ def run(args: argparse.Namespace) -> int:
                              ("--batch-size", args.batch_size, 1)):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
-    obj = load_attr(args.target)
+    target = resolve_target(load_attr(args.target), args.target)
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        report = profile_dataset(obj, samples=args.samples, workers=args.workers, batch_size=args.batch_size,
+    progress_console = Console(stderr=True)
+    with Progress(*columns, console=progress_console, transient=True, disable=not progress_console.is_terminal) as bar:
+        report = profile_dataset(target, samples=args.samples, workers=args.workers, batch_size=args.batch_size,
                                  transform_attr=args.transform_attr, prof_path=args.prof,
                                  start_method=args.start_method, seed=args.seed, gil_check=not args.no_gil_check,
                                  target_name=args.target, progress=_RichProgress(bar))

@@ -100,10 +100,14 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
                     start_method: str | None = None, seed: int = 0, profile_samples: int = 50,
                     line_seconds: float = 1.0, gil_check: bool = True, measure_transfer: bool = True,
                     target_name: str = "", progress: Progress | None = None) -> PreprocessReport:
-    """Measure where each sample's CPU time goes. ``dataset`` may also be a DataLoader (its settings are used)."""
+    """Measure where each sample's CPU time goes.
+
+    ``dataset`` may also be a DataLoader (its batch size, collate_fn, workers' start method and
+    worker_init_fn are used), a no-argument class/function building either, or a resolved ``Target``.
+    """
     import torch.utils.data as tud
 
-    target = resolve_target(dataset, target_name or "the dataset")
+    target = dataset if isinstance(dataset, Target) else resolve_target(dataset, target_name or "the dataset")
     ds = target.dataset
     batch_size = batch_size or target.batch_size or 32
     collate_fn = target.collate_fn or tud.default_collate
