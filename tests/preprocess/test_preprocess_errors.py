@@ -87,3 +87,22 @@ def test_cli_bad_input_in_a_real_process(cli, dataset_dir):
         assert result.returncode == 2, (args, result.stderr)
         assert len(lines) == 1 and lines[0].startswith("supplyline preprocess: ") and expected in lines[0], lines
         assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_ctrl_c_keeps_what_was_measured(quick):
+    class InterruptedAtFive:
+        """Raises KeyboardInterrupt at index 5, as Ctrl-C during the timing pass would."""
+
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, i):
+            if i == 5:
+                raise KeyboardInterrupt
+            return i
+
+    report = quick(InterruptedAtFive(), samples=20, gil_check=True)
+    assert report.interrupted
+    assert report.getitem.count == 5 and report.indices[:5] == [0, 1, 2, 3, 4]
+    assert report.profile is None and report.gil is None
+    assert any("interrupted during timing" in n for n in report.notes)

@@ -53,8 +53,11 @@ def _summary(r: PreprocessReport, console: Console) -> None:
     table.add_column(style="bold")
     table.add_column()
     if r.getitem:
-        cpu = f"  CPU {r.cpu_share:.0%} of wall" if r.cpu_share is not None else ""
+        cpu = f"  CPU {r.cpu_share:.0%}" if r.cpu_share is not None else ""
         table.add_row("__getitem__", _dist(r.getitem) + cpu)
+        if r.cpu_wait_share >= 0.1:
+            table.add_row("busy machine", f"{r.cpu_wait_share:.0%} of that wall time was spent waiting for a CPU; "
+                          "stage times below leave that wait out")
     if r.errors:
         first = r.errors[0]
         table.add_row("errors", f"{len(r.errors)} raised: index {first.index} {e(first.error)} ({e(_where(first.location))})"

@@ -12,7 +12,7 @@ import pstats
 from typing import Any, Callable
 
 from supplyline.atomic import atomic_write_bytes
-from supplyline.experiments.preprocess.report import HotFunction, Location, ProfileReport
+from supplyline.experiments.preprocess.report import ConversionSite, HotFunction, Location, ProfileReport
 
 RawStats = dict[tuple[str, int, str], tuple[Any, ...]]
 
@@ -106,6 +106,21 @@ def conversion_counts(stats: RawStats, samples: int) -> dict[str, float]:
     return counts
 
 
+def conversion_sites(stats: RawStats, samples: int) -> list[ConversionSite]:
+    """User functions that call a conversion, with calls per sample (from pstats' caller records)."""
+    sites: list[ConversionSite] = []
+    for (f, _line, name), entry in stats.items():
+        label = next((label for label, matches in CONVERSIONS if matches(f, name)), None)
+        if label is None:
+            continue
+        for (cf, cl, cn), caller_entry in entry[4].items():
+            if not is_library_file(cf):
+                calls = caller_entry[1] if isinstance(caller_entry, tuple) else caller_entry
+                sites.append(ConversionSite(label=label, caller=Location(file=cf, line=cl, function=cn),
+                                            calls_per_sample=calls / max(samples, 1)))
+    return sorted(sites, key=lambda s: s.calls_per_sample, reverse=True)
+
+
 def decode_seconds(stats: RawStats) -> float:
     return sum(entry[3] for (f, _l, n), entry in stats.items() if any(m(f, n) for m in DECODERS))
 
@@ -160,4 +175,4 @@ def build_report(stats: RawStats, samples: int, prof_path: str | None) -> Profil
     return ProfileReport(samples=samples, total_ms=total * 1e3, top=top_functions(stats, samples),
                          prof_path=prof_path, conversions_per_sample=conversion_counts(stats, samples),
                          decode_share=(decode_seconds(stats) / total) if total > 0 else 0.0,
-                         decode_sites=decode_sites(stats))
+                         decode_sites=decode_sites(stats), conversion_sites=conversion_sites(stats, samples))

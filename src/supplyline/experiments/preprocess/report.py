@@ -106,6 +106,15 @@ class HotFunction:
 
 
 @dataclass
+class ConversionSite:
+    """A user function converting between NumPy / PIL / tensor, and how often per sample."""
+
+    label: str
+    caller: Location
+    calls_per_sample: float
+
+
+@dataclass
 class ProfileReport:
     """cProfile of ``__getitem__`` in the main process (written as a .prof snakeviz opens)."""
 
@@ -116,6 +125,7 @@ class ProfileReport:
     conversions_per_sample: dict[str, float]   # conversion function -> calls per sample
     decode_share: float                        # time in image decoders / total, 0..1
     decode_sites: list[Location] = field(default_factory=list)  # functions that called the decoders
+    conversion_sites: list[ConversionSite] = field(default_factory=list)
 
 
 @dataclass

@@ -6,7 +6,7 @@ from a saved report and tested without running anything.
 from __future__ import annotations
 
 from supplyline.experiments.preprocess.profiling import is_library_file
-from supplyline.experiments.preprocess.report import Location, PreprocessReport, Suggestion
+from supplyline.experiments.preprocess.report import Location, PreprocessReport, StageTiming, Suggestion
 from supplyline.units import human_bytes
 
 LOOP_MIN_SHARE = 0.10       # a loop must hold this share of sampled time to be worth vectorizing
@@ -16,6 +16,7 @@ CACHE_MIN_SHARE = 0.20
 DECODE_MIN_SHARE = 0.10
 IO_MAX_CPU_SHARE = 0.5
 TRANSFER_MIN_SHARE = 0.2
+CHURN_MIN_CONVERSIONS = 3
 
 
 def suggest(report: PreprocessReport, getitem: Location | None) -> list[Suggestion]:
@@ -71,11 +72,20 @@ def _slow_stage(r: PreprocessReport, where: str) -> list[Suggestion]:
     if top.share_of_sample < STAGE_MIN_SHARE:
         return []
     runner_up = f"; next: {ranked[1].name} {ranked[1].share_of_sample:.0%}" if len(ranked) > 1 else ""
-    return [Suggestion("slow_stage", f"{top.name} ({top.location or 'location unknown'})",
+    return [Suggestion("slow_stage", _stage_where(top),
                        f"stage {top.position + 1} of {len(ranked)} takes {top.share_of_sample:.0%} of each sample "
                        f"(median {top.time.median_ms:.2f} ms){runner_up}",
                        "optimize this stage first; every other stage together can win at most "
                        f"{1 - top.share_of_sample:.0%}")]
+
+
+def _stage_where(stage: StageTiming) -> str:
+    """``Location`` text, prefixed with the stage's name when that is not just its function's."""
+    if stage.location is None:
+        return f"{stage.name} (location unknown)"
+    if stage.location.function.split(".")[0] == stage.name.split("(")[0]:
+        return str(stage.location)
+    return f"{stage.name}: {stage.location}"
 
 
 def _decode(r: PreprocessReport, where: str) -> list[Suggestion]:
@@ -106,7 +116,7 @@ def _cache(r: PreprocessReport, where: str) -> list[Suggestion]:
                            "fits, or write the prepared samples to disk, e.g. with `supplyline pack`)")]
     if r.chain and r.chain.cacheable_prefix and r.chain.cacheable_share >= CACHE_MIN_SHARE:
         first = r.chain.stages[0]
-        return [Suggestion("cache", f"{first.name} ({first.location or 'location unknown'})",
+        return [Suggestion("cache", _stage_where(first),
                            f"the leading stages {', '.join(r.chain.cacheable_prefix)} are deterministic (same input, "
                            f"same output) and take {r.chain.cacheable_share:.0%} of each sample",
                            "apply them once and store the result; keep only the random stages in the loader")]
@@ -123,16 +133,35 @@ def _gil(r: PreprocessReport, where: str) -> list[Suggestion]:
 
 
 def _churn(r: PreprocessReport, where: str) -> list[Suggestion]:
-    if not r.chain or (r.chain.round_trips_per_sample < 1 and r.chain.conversions_per_sample < 3):
+    chain_conversions = r.chain.conversions_per_sample if r.chain else 0.0
+    sites = r.profile.conversion_sites if r.profile else []
+    round_trips = max(r.chain.round_trips_per_sample if r.chain else 0.0, _profile_round_trips(r))
+    total = max(chain_conversions, sum(r.profile.conversions_per_sample.values()) if r.profile else 0.0)
+    if round_trips < 1 and total < CHURN_MIN_CONVERSIONS:
         return []
-    back = next((s for s in r.chain.stages[1:] if s.output_kinds and s.input_kinds
-                 and max(s.output_kinds, key=s.output_kinds.get) != max(s.input_kinds, key=s.input_kinds.get)),
-                r.chain.stages[0])
-    return [Suggestion("type_churn", f"{back.name} ({back.location or 'location unknown'})",
-                       f"each sample goes {' -> '.join(r.chain.kind_path)}: {r.chain.conversions_per_sample:.1f} "
-                       f"conversions, {r.chain.round_trips_per_sample:.1f} back to a kind it already had",
+    # Point at a conversion back to PIL (the usual round trip) if a user function makes one.
+    site = next((s for s in sites if "->PIL" in s.label), sites[0] if sites else None)
+    spot = str(site.caller) if site else where
+    path = f"each sample goes {' -> '.join(r.chain.kind_path)} through the chain; " if r.chain else ""
+    counts = r.profile.conversions_per_sample if r.profile else {}
+    calls = ", ".join(f"{label} {n:.1f}x" for label, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return [Suggestion("type_churn", spot,
+                       f"{path}{total:.1f} conversions per sample ({calls or 'between stages'}), "
+                       f"{round_trips:.1f} round trips (converted back to a kind it already had)",
                        "keep one representation through the chain (e.g. decode straight to a uint8 array or tensor "
                        "and use array ops for every stage); convert once at the end")]
+
+
+def _profile_round_trips(r: PreprocessReport) -> float:
+    """Conversions undone in the same sample (there and back), from the profile's conversion counts."""
+    if not r.profile:
+        return 0.0
+    per_direction: dict[tuple[str, str], float] = {}
+    for label, n in r.profile.conversions_per_sample.items():
+        source, _, rest = label.partition("->")
+        key = (source or "any", rest.split(" ")[0])
+        per_direction[key] = per_direction.get(key, 0.0) + n
+    return sum(min(n, per_direction.get((dst, src), 0.0)) for (src, dst), n in per_direction.items()) / 2
 
 
 def _io_wait(r: PreprocessReport, where: str) -> list[Suggestion]:
