@@ -55,9 +55,10 @@ def _summary(r: PreprocessReport, console: Console) -> None:
     if r.getitem:
         cpu = f"  CPU {r.cpu_share:.0%}" if r.cpu_share is not None else ""
         table.add_row("__getitem__", _dist(r.getitem) + cpu)
-        if r.cpu_wait_share >= 0.1:
+        if r.cpu_wait_share >= 0.1 and r.getitem_own:
             table.add_row("busy machine", f"{r.cpu_wait_share:.0%} of that wall time was spent waiting for a CPU; "
                           "stage times below leave that wait out")
+            table.add_row("  own time", _dist(r.getitem_own))
     if r.errors:
         first = r.errors[0]
         table.add_row("errors", f"{len(r.errors)} raised: index {first.index} {e(first.error)} ({e(_where(first.location))})"

@@ -123,7 +123,7 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
         runner.run("timing __getitem__", len(indices), lambda: timing.time_samples(
             ds, indices, times, keep=batch_size * 4, chain=installed, progress=progress.advance))
         report.getitem, report.cpu_share, report.errors = times.distribution(), times.cpu_share(), times.errors
-        report.cpu_wait_share = times.cpu_wait_share()
+        report.getitem_own, report.cpu_wait_share = times.own_distribution(), times.cpu_wait_share()
         ok = times.indices
         runner.run("checking determinism", None, lambda: setattr(
             report, "sample_deterministic", timing.check_determinism(ds, ok[:2], installed)))

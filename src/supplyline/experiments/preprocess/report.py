@@ -232,7 +232,8 @@ class PreprocessReport:
     dataset_type: str
     dataset_len: int
     indices: list[int]
-    getitem: Distribution | None = None
+    getitem: Distribution | None = None      # wall time per sample, as a DataLoader worker experiences it
+    getitem_own: Distribution | None = None  # the same minus time spent waiting for a CPU (busy machine)
     cpu_share: float | None = None          # thread CPU time / own time inside __getitem__ (low: waits on I/O)
     cpu_wait_share: float = 0.0             # share of __getitem__ wall time spent waiting for a CPU (busy machine)
     errors: list[SampleError] = field(default_factory=list)

@@ -30,6 +30,9 @@ class SampleTimes:
     def distribution(self) -> Distribution:
         return Distribution.of(self.wall_ms, self.indices)
 
+    def own_distribution(self) -> Distribution:
+        return Distribution.of(self.own_ms, self.indices)
+
     def cpu_share(self) -> float | None:
         total = sum(self.own_ms)
         return min(sum(self.cpu_ms) / total, 1.0) if total > 0 else None
