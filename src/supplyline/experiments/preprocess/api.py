@@ -142,8 +142,10 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
     if measure_transfer and first_batch is not None:
         runner.run("worker->trainer transfer", None, lambda: setattr(
             report, "transfer", transfer.measure_transfer(first_batch, min(batch_size, len(times.kept)), start_method)))
-    reason = picklable(ds)
     fork = (start_method or _default_start()) == "fork"
+    # Forked workers inherit the dataset; only spawn/forkserver pickle it (and pickling a large
+    # in-memory dataset costs a copy of it, so it is not done when nothing needs it).
+    reason = None if fork else picklable(ds)
     if reason:
         report.notes.append(f"the dataset cannot be pickled ({reason}): DataLoader workers started with spawn or "
                             "forkserver cannot receive it; measured in the main process instead of in workers")
