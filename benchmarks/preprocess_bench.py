@@ -2,7 +2,8 @@
 
     PYTHONPATH=src python benchmarks/preprocess_bench.py
 
-1. cost of measuring: __getitem__ with the stage proxies installed vs plain, and under the line sampler;
+1. cost of measuring: __getitem__ with the stage proxies installed vs plain, and under the line sampler
+   (own time: wall minus time waiting for a CPU, so other jobs on the machine drop out);
 2. what the python_loop suggestion is worth: the demo's per-pixel normalize vs its vectorized form;
 3. the GIL check on pure-Python vs NumPy work (threads and processes vs one thread).
 """
@@ -16,7 +17,7 @@ import time
 import numpy as np
 
 from supplyline.experiments.preprocess import chain as chain_mod
-from supplyline.experiments.preprocess import gil, lines
+from supplyline.experiments.preprocess import gil, lines, schedclock
 
 
 class Compose:
@@ -55,6 +56,27 @@ class ArrayPipeline:
         return self.transform(self.image + i)
 
 
+def py_sum(x):
+    return x + sum(k * k for k in range(3000))
+
+
+def py_list(x):
+    return x + len([k % 7 for k in range(3000)])
+
+
+class PythonPipeline:
+    """Three pure-Python stages (~0.2-0.5 ms each): the sampler competes with them for the GIL."""
+
+    def __init__(self) -> None:
+        self.transform = Compose([py_sum, py_list, py_sum])
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i):
+        return self.transform(i)
+
+
 def loop_normalize(a):
     out = np.empty_like(a)
     for y in range(a.shape[0]):
@@ -67,36 +89,48 @@ def vector_normalize(a):
     return (a - 127.5) / 64.0
 
 
+def own_ms(fn, arg) -> float:
+    """Wall ms minus the time this thread waited for a CPU: other jobs on the machine drop out."""
+    queued, start = schedclock.queue_wait_ns(), time.perf_counter_ns()
+    fn(arg)
+    return (time.perf_counter_ns() - start - (schedclock.queue_wait_ns() - queued)) / 1e6
+
+
 def per_call_ms(fn, arg, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn(arg)
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return statistics.median(own_ms(fn, arg) for _ in range(repeats))
 
 
 def getitem_ms(ds, rounds: int = 3) -> float:
-    times = []
-    for _ in range(rounds):
-        for i in range(len(ds)):
-            start = time.perf_counter()
-            ds[i]
-            times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return statistics.median(own_ms(ds.__getitem__, i) for _ in range(rounds) for i in range(len(ds)))
+
+
+def overheads(ds) -> None:
+    # The CPU speed itself drifts several-fold here while other jobs run (shared caches, SMT
+    # siblings), so modes are measured in short interleaved rounds and compared round by round.
+    proxy_ratios, sampler_ratios, plains = [], [], []
+    for n in range(15):
+        results = {}
+        for mode in ("plain", "proxied", "sampled")[n % 3:] + ("plain", "proxied", "sampled")[:n % 3]:  # rotate order
+            if mode == "plain":
+                results[mode] = getitem_ms(ds, rounds=1)
+            elif mode == "proxied":
+                installed = chain_mod.install(ds, None)
+                results[mode] = getitem_ms(ds, rounds=1)
+                installed.restore()
+            else:
+                with lines.LineSampler(threading.get_ident()):
+                    results[mode] = getitem_ms(ds, rounds=1)
+        plains.append(results["plain"])
+        proxy_ratios.append(results["proxied"] / results["plain"])
+        sampler_ratios.append(results["sampled"] / results["plain"])
+    print(f"{type(ds).__name__}.__getitem__ (median own time {statistics.median(plains):.3f} ms): with stage proxies "
+          f"x{statistics.median(proxy_ratios):.3f}, under the 1 ms line sampler x{statistics.median(sampler_ratios):.3f} "
+          f"(median of 15 paired rounds)")
 
 
 def main() -> None:
-    ds = ArrayPipeline()
-    plain = getitem_ms(ds)
-    installed = chain_mod.install(ds, None)
-    proxied = getitem_ms(ds)
-    installed.restore()
-    sampler = lines.LineSampler(threading.get_ident())
-    with sampler:
-        sampled = getitem_ms(ds)
-    print(f"__getitem__ median: plain {plain:.3f} ms, with stage proxies {proxied:.3f} ms "
-          f"(x{proxied / plain:.3f}), under the 1 ms line sampler {sampled:.3f} ms (x{sampled / plain:.3f})")
+    for ds in (ArrayPipeline(), PythonPipeline()):
+        overheads(ds)
 
     image = np.random.default_rng(0).integers(0, 255, (96, 96, 3)).astype(np.float32)
     slow, fast = per_call_ms(loop_normalize, image, 10), per_call_ms(vector_normalize, image, 200)
