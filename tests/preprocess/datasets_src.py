@@ -258,3 +258,25 @@ raising = Raising()
 unpicklable = NotPicklable()
 empty = Empty()
 NOT_A_DATASET = 42
+
+
+class Sleeper(Dataset):
+    """Waits (as on a disk or network read) more than it computes."""
+
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, i):
+        time.sleep(0.003)
+        return i
+
+
+class OneSlowIndex(Dataset):
+    SLOW = 4
+
+    def __len__(self) -> int:
+        return 20
+
+    def __getitem__(self, i):
+        busy_ms(15.0 if i == self.SLOW else 0.3)
+        return i
