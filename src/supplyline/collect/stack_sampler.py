@@ -3,7 +3,7 @@
 A daemon thread reads ``sys._current_frames()`` every ``interval_s`` and counts, per sample: the
 phase the hooks say the thread is in, whether the stack is inside torch's module call / autograd
 / optimizer machinery ("torch" = compute), and the innermost frame of the user's own code.
-At 50 Hz it costs about 0.3-0.5% of one core (measured: record.sampler.cpu_s), and nothing on the training thread itself.
+At 50 Hz it costs about 0.3-0.5% of one core (measured: record.sampler.cpu_s), plus brief GIL hand-overs on the training thread.
 """
 from __future__ import annotations
 
