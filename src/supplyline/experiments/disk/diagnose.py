@@ -14,6 +14,7 @@ from supplyline.experiments.disk.location import Location, locate
 from supplyline.experiments.disk.measure import (Cell, ProgressFn, measure_test, sequential_items,
                                                  whole_file_items)
 from supplyline.experiments.files import walk
+from supplyline.units import human_bytes
 
 LARGE_FILE = 8 << 20  # files at least this big count as "large" for the sequential test
 TESTS = ("sequential", "small_files", "metadata")
@@ -84,20 +85,22 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
                 probe = _make_probe(report, options)
                 if probe:
                     large_set = [(probe, os.path.getsize(probe))]
-            report.sequential_source = (f"probe file {probe}" if probe else
-                                        f"{len(large_set)} largest files" if large_set else "none")
+            total = sum(size for _, size in large_set)
+            report.sequential_source = (f"a probe file of {human_bytes(total)}" if probe else
+                                        f"the {len(large_set)} largest file{'s' if len(large_set) > 1 else ''} "
+                                        f"({human_bytes(total)})" if large_set else "none")
             if large_set:
-                measure_test("sequential", sequential_items(large_set), options.thread_counts, options.seconds,
-                             options.block_size, report.cells, progress)
+                measure_test("sequential", lambda n: sequential_items(large_set, n), options.thread_counts,
+                             options.seconds, options.block_size, report.cells, progress)
         if "small_files" in options.tests:
             if small_set:
-                measure_test("small_files", whole_file_items(small_set), options.thread_counts, options.seconds,
-                             options.block_size, report.cells, progress)
+                measure_test("small_files", lambda n: whole_file_items(small_set), options.thread_counts,
+                             options.seconds, options.block_size, report.cells, progress)
             else:
                 report.notes.append("small files: not measured (no files below the large-file size)")
         if "metadata" in options.tests:
-            measure_test("metadata", whole_file_items(meta_set), options.thread_counts, options.seconds,
-                         options.block_size, report.cells, progress)
+            measure_test("metadata", lambda n: whole_file_items(meta_set), options.thread_counts,
+                         options.seconds, options.block_size, report.cells, progress)
             report.notes.append("metadata: warm only — cold dentry/inode caches need root-only, "
                                 "machine-wide drop_caches, which supplyline does not do")
     except KeyboardInterrupt:

@@ -21,8 +21,9 @@ SEGMENT = 32 << 20  # sequential work is handed out in 32 MiB pieces, so threads
 
 @dataclass
 class Cell:
-    """One measurement. ``ops`` counts files read (small_files), pieces read (sequential) or
-    stat+open calls (metadata, two per file)."""
+    """One measurement. ``ops`` counts read calls of ``block_size`` (sequential), files read
+    (small_files) or stat+open calls (metadata, two per file); ``items`` how many of the work list's
+    files or file parts were started."""
 
     test: str  # "sequential" | "small_files" | "metadata"
     cache: str  # "cold" | "warm"
@@ -32,6 +33,7 @@ class Cell:
     ops: int
     cold_method: str | None  # "fadvise", "O_DIRECT", or "unverified" (pages could not be dropped)
     complete: bool  # False when interrupted part-way
+    items: int = 0
 
     @property
     def mb_per_s(self) -> float:
@@ -53,17 +55,21 @@ class _Buffers(threading.local):
         self.view = memoryview(self.buf)
 
 
-def _read_range(path: str, offset: int, length: int, buffers: _Buffers, direct: bool) -> int:
+def _read_range(path: str, offset: int, length: int, buffers: _Buffers, direct: bool,
+                should_stop: Callable[[], bool] = lambda: False) -> tuple[int, int]:
+    """Read ``length`` bytes from ``offset`` in block-size reads; (bytes, reads). Stops early
+    when ``should_stop()`` says so (checked between reads, so a long file obeys the time limit)."""
     flags = os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0)
     fd = os.open(path, flags)
     try:
-        done = 0
-        while done < length:
+        done = reads = 0
+        while done < length and not should_stop():
             n = os.preadv(fd, [buffers.view], offset + done)
             if n <= 0:
                 break
             done += min(n, length - done)
-        return done
+            reads += 1
+        return done, reads
     finally:
         os.close(fd)
 
@@ -84,54 +90,70 @@ def run_cell(test: str, cache: str, items: Sequence[tuple[str, int, int]], threa
     """
     stop = stop or threading.Event()
     next_index = itertools.count()  # next() on a count is atomic in CPython: threads share it safely
-    totals: list[tuple[int, int]] = []
+    totals: list[tuple[int, int, int]] = []
     lock = threading.Lock()
     buffers = _Buffers(block_size)
     deadline = time.perf_counter() + seconds
 
-    def worker() -> None:
-        got_bytes = got_ops = 0
-        while not stop.is_set() and time.perf_counter() < deadline:
-            i = next(next_index)
-            if i >= len(items):
-                break
-            path, offset, length = items[i]
-            try:
-                if test == "metadata":
-                    _stat_open(path)
-                    got_ops += 2
-                else:
-                    got_bytes += _read_range(path, offset, length, buffers, direct)
-                    got_ops += 1
-            except OSError:
-                continue  # a file that vanished or failed to read is not a rate
-        with lock:
-            totals.append((got_bytes, got_ops))
+    def should_stop() -> bool:
+        return stop.is_set() or time.perf_counter() >= deadline
 
-    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    def worker(finished: threading.Event) -> None:
+        try:
+            got_bytes = got_ops = started = 0
+            while not should_stop():
+                i = next(next_index)
+                if i >= len(items):
+                    break
+                started = max(started, i + 1)
+                path, offset, length = items[i]
+                try:
+                    if test == "metadata":
+                        _stat_open(path)
+                        got_ops += 2
+                    else:
+                        n, reads = _read_range(path, offset, length, buffers, direct, should_stop)
+                        got_bytes += n
+                        got_ops += reads if test == "sequential" else 1
+                except OSError:
+                    continue  # a file that vanished or failed to read is not a rate
+            with lock:
+                totals.append((got_bytes, got_ops, started))
+        finally:
+            finished.set()  # even if a read raised something unexpected: never hang the wait
+
+    # Completion is signalled with events, not Thread.join/is_alive: a join interrupted by Ctrl-C
+    # can leave is_alive() reporting False for a thread that still runs.
+    done = [threading.Event() for _ in range(threads)]
+    pool = [threading.Thread(target=worker, args=(e,), daemon=True) for e in done]
     start = time.perf_counter()
     for t in pool:
         t.start()
     interrupted: KeyboardInterrupt | None = None
-    while any(t.is_alive() for t in pool):
+    while not all(e.is_set() for e in done):
         try:
-            for t in pool:
-                t.join(0.05)
+            for e in done:
+                e.wait(0.05)
         except KeyboardInterrupt as exc:
             interrupted = exc
             stop.set()
     elapsed = time.perf_counter() - start
-    cell = Cell(test, cache, threads, elapsed, sum(b for b, _ in totals), sum(o for _, o in totals),
-                cold_method if cache == "cold" else None, interrupted is None)
+    cell = Cell(test, cache, threads, elapsed, sum(t[0] for t in totals), sum(t[1] for t in totals),
+                cold_method if cache == "cold" else None, interrupted is None, max((t[2] for t in totals), default=0))
     if interrupted is not None:
         interrupted.cell = cell  # type: ignore[attr-defined]
         raise interrupted
     return cell
 
 
-def sequential_items(files: Sequence[tuple[str, int]]) -> list[tuple[str, int, int]]:
-    """Large files cut into 32 MiB pieces, in file order: one thread reads them strictly in sequence."""
-    return [(path, off, min(SEGMENT, size - off)) for path, size in files for off in range(0, size, SEGMENT)]
+def sequential_items(files: Sequence[tuple[str, int]], threads: int) -> list[tuple[str, int, int]]:
+    """Each large file cut into ``threads`` contiguous parts (one whole file for one thread), so
+    every thread streams one long range, as one DataLoader worker streams one shard."""
+    items = []
+    for path, size in files:
+        part = -(-size // threads)
+        items += [(path, off, min(part, size - off)) for off in range(0, size, part)]
+    return items
 
 
 def whole_file_items(files: Sequence[tuple[str, int]]) -> list[tuple[str, int, int]]:
@@ -143,7 +165,7 @@ def direct_io_works(path: str, block_size: int) -> bool:
     if not hasattr(os, "O_DIRECT"):
         return False
     try:
-        _read_range(path, 0, min(block_size, 4096), _Buffers(block_size), direct=True)
+        _read_range(path, 0, 4096, _Buffers(block_size), direct=True)
         return True
     except OSError:
         return False
@@ -171,25 +193,30 @@ def warm_up(items: Sequence[tuple[str, int, int]], block_size: int) -> None:
 ProgressFn = Callable[[str], None]
 
 
-def measure_test(test: str, items: list[tuple[str, int, int]], thread_counts: list[int], seconds: float,
-                 block_size: int, cells: list[Cell], progress: ProgressFn) -> None:
+def measure_test(test: str, items_for: Callable[[int], list[tuple[str, int, int]]], thread_counts: list[int],
+                 seconds: float, block_size: int, cells: list[Cell], progress: ProgressFn) -> None:
     """Cold then warm cells for each thread count, appended to ``cells`` as they finish (so an
-    interrupt keeps every finished one)."""
-    paths = sorted({p for p, _, _ in items})
+    interrupt keeps every finished one). The warm cell reads what the cold one reached, after
+    reading it once untimed, so it measures the page cache and nothing else."""
     for threads in thread_counts:
+        items = items_for(threads)
+        cold: Cell | None = None
         for cache in ("cold", "warm"):
             if test == "metadata" and cache == "cold":
                 continue  # cold dentry/inode caches need root-only, machine-wide drop_caches
             progress(f"{test.replace('_', ' ')} {cache}, {threads} thread{'s' if threads > 1 else ''}")
             if cache == "cold":
-                direct, method = make_cold(paths, block_size)
+                direct, method = make_cold(sorted({p for p, _, _ in items}), block_size)
             else:
                 direct, method = False, None
+                if cold is not None and cold.items:
+                    items = items[:cold.items]
                 if test != "metadata":
                     warm_up(items, block_size)
             try:
-                cells.append(run_cell(test, cache, items, threads, seconds, block_size, direct, method))
+                cell = run_cell(test, cache, items, threads, seconds, block_size, direct, method)
             except KeyboardInterrupt as exc:
                 cells.append(exc.cell)  # type: ignore[attr-defined]
                 raise
-
+            cells.append(cell)
+            cold = cell if cache == "cold" else cold

@@ -51,7 +51,7 @@ def render_measurements(report: DiskReport, console: Console) -> None:
                           ("rate", "right"), ("read", "right"), ("time", "right"), ("cold by", "left")):
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for c in report.cells:
-        unit = {"sequential": "pieces/s", "small_files": "files/s", "metadata": "ops/s"}[c.test]
+        unit = {"sequential": "reads/s", "small_files": "files/s", "metadata": "ops/s"}[c.test]
         table.add_row(c.test.replace("_", " "), c.cache, str(c.threads),
                       "" if c.test == "metadata" else f"{c.mb_per_s:,.0f}", f"{c.ops_per_s:,.0f} {unit}",
                       "" if c.test == "metadata" else human_bytes(c.bytes), f"{c.seconds:.2f} s",
