@@ -54,3 +54,13 @@ def tree_bytes(root: str) -> dict[str, bytes]:
             with open(path, "rb") as fh:
                 out[os.path.relpath(path, root)] = fh.read()
     return out
+
+
+def pack_in_process(src: str, dst: str, fmt: str = "webdataset", shard_size: int = 1 << 20,
+                    seed: int | None = 0) -> dict:
+    """Pack without a child process (for setting up a test; the CLI is tested on its own)."""
+    from supplyline.experiments.pack.run import pack
+    from supplyline.experiments.pack.samples import plan_samples
+
+    plan = plan_samples(src, "auto", seed)
+    return pack(plan, dst, fmt, shard_size, False, seed, lambda n: None).manifest

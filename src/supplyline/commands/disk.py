@@ -70,13 +70,14 @@ def run(args: argparse.Namespace) -> int:
                       block_size=parse_size(args.block_size), sequential_bytes=parse_size(args.sequential_bytes),
                       small_files=max(1, args.small_files), probe_dir=args.probe_dir, tests=_tests(args.only))
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
     report = survey(args.path, options)
     render_survey(report, out)
     out.print("[bold]Measuring[/bold] (Ctrl-C stops and keeps what was measured)")
     sys.stdout.flush()
     cells_total = len(options.thread_counts) * sum(1 if t == "metadata" else 2 for t in options.tests)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=Console(stderr=True), transient=True) as progress:
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("starting", total=cells_total)
         started = [0]
 

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _progress(console: Console, unit: str) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-                    TimeRemainingColumn(), console=console, transient=True)
+                    TimeRemainingColumn(), console=console, transient=True, disable=not console.is_terminal)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -34,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
         removed = cleanup(dst)
         out.print(f"removed {dst}" if removed else f"nothing staged at {dst}", markup=False)
         return 0
+    err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
     if not 0 <= args.margin < 10:
         raise UserError("--margin must be a fraction such as 0.1")
     with Progress(TextColumn("copying"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=Console(stderr=True), transient=True) as progress:
+                  console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("copying", total=None)
         result = stage(args.src, dst, args.margin, args.force, lambda n: progress.update(task, completed=n))
     if result.already:

@@ -94,8 +94,8 @@ def _close_quietly(writer: Any) -> None:
             pass
 
 
-LMDB_COMMIT_SAMPLES = 1000
-LMDB_COMMIT_BYTES = 64 << 20
+LMDB_COMMIT_SAMPLES = 256
+LMDB_COMMIT_BYTES = 32 << 20
 
 
 def write_lmdb(plan: Plan, state: State, map_size: int, advance: Advance) -> None:
