@@ -45,12 +45,14 @@ def make_imagefolder(root: str, classes: list[str], per_class: int, size: int = 
     return expected
 
 
-def tree_bytes(root: str) -> dict[str, bytes]:
-    """Every file under root: rel path -> bytes."""
+def tree_bytes(root: str, skip_broken: bool = False) -> dict[str, bytes]:
+    """Every file under root: rel path -> bytes (dangling symlinks left out with ``skip_broken``)."""
     out: dict[str, bytes] = {}
     for directory, _, names in os.walk(root):
         for name in names:
             path = os.path.join(directory, name)
+            if skip_broken and not os.path.exists(path):
+                continue
             with open(path, "rb") as fh:
                 out[os.path.relpath(path, root)] = fh.read()
     return out
