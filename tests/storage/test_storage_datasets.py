@@ -137,3 +137,25 @@ def test_split_follows_torch_distributed_when_initialized(packed, tmp_path):
     per_rank = json.loads(outs[0][0].strip().splitlines()[-1])
     assert all(per_rank) and not set(per_rank[0]) & set(per_rank[1])
     assert sorted(per_rank[0] + per_rank[1]) == sorted(packed["expected"])
+
+
+@pytest.mark.parametrize("fmt", ["USTAR_FORMAT", "GNU_FORMAT", "PAX_FORMAT"])
+def test_tar_member_reader_agrees_with_tarfile(fmt):
+    import io
+    import tarfile
+
+    from supplyline.datasets.shards import iter_tar_members
+
+    members = [("deep/" * 30 + "x.jpg", b"1" * 700), ("short.cls", b"3"), ("empty.bin", b""),
+               ("n" * 90 + "/" + "m" * 90 + ".txt", b"long name" * 100)]
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=getattr(tarfile, fmt)) as tf:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+        folder = tarfile.TarInfo("a-folder")
+        folder.type = tarfile.DIRTYPE
+        tf.addfile(folder)
+    buf.seek(0)
+    assert list(iter_tar_members(buf)) == members

@@ -27,6 +27,7 @@ def _read_all(dst: str, fmt: str) -> dict[str, dict[str, bytes]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_basename_round_trip_identical_bytes_and_labels(tmp_path, cli, fmt):
     expected = make_basename_dataset(str(tmp_path / "src"), 60)
@@ -57,6 +58,7 @@ def test_imagefolder_writes_class_labels(tmp_path, fmt):
     assert manifest == json.load(open(os.path.join(dst, "manifest.json")))
 
 
+@pytest.mark.slow
 def test_refuses_to_overwrite_without_force_and_verify_detects_damage(tmp_path, cli):
     make_basename_dataset(str(tmp_path / "src"), 20)
     dst = str(tmp_path / "out")
@@ -167,6 +169,7 @@ def test_bad_input(tmp_path, cli):
     assert not os.path.exists(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_unreadable_files_are_counted_listed_and_skipped(tmp_path, cli):
     expected = make_basename_dataset(str(tmp_path / "src"), 6)
     os.symlink(str(tmp_path / "gone"), str(tmp_path / "src" / "part0" / "99999.bin"))

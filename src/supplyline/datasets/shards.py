@@ -10,20 +10,81 @@ from __future__ import annotations
 import json
 import os
 import random
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterator, Sequence
 
 from torch.utils.data import IterableDataset, get_worker_info
 
 Sample = dict[str, Any]
 
 
+def iter_tar_members(fh: BinaryIO) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each regular file in a tar stream (ustar, GNU long names, pax paths).
+
+    Why not ``tarfile``: its stream mode, which webdataset's iterators use, costs ~80 µs of Python
+    per member — about 0.36 GB/s for 100 KB samples here, whether the shard is cached or not, so
+    reading shards would be CPU-bound. Parsing the 512-byte headers directly keeps it I/O-bound.
+    """
+    long_name: str | None = None
+    while True:
+        header = fh.read(512)
+        if len(header) < 512 or header == _ZERO_BLOCK:
+            return
+        size = _octal(header[124:136])
+        kind = header[156:157]
+        data = fh.read(size)
+        if len(data) < size:
+            raise ValueError(f"truncated tar member in {getattr(fh, 'name', 'shard')}")
+        fh.read(-size % 512)  # padding to the next 512-byte block
+        if kind == b"L":  # GNU: the next member's long name
+            long_name = data.rstrip(b"\0").decode()
+            continue
+        if kind == b"x":  # pax: per-member records such as "path"
+            long_name = _pax_path(data) or long_name
+            continue
+        if kind not in (b"0", b"\0", b"7"):
+            long_name = None  # directories, links, global headers: not sample data
+            continue
+        name = long_name or _ustar_name(header)
+        long_name = None
+        yield name, data
+
+
+_ZERO_BLOCK = bytes(512)
+
+
+def _octal(field: bytes) -> int:
+    if field[:1] == b"\x80":  # GNU base-256 for sizes of 8 GiB and more
+        return int.from_bytes(field[1:], "big")
+    text = field.rstrip(b" \0")
+    return int(text, 8) if text else 0
+
+
+def _ustar_name(header: bytes) -> str:
+    name = header[0:100].split(b"\0", 1)[0]
+    if header[257:262] == b"ustar":
+        prefix = header[345:500].split(b"\0", 1)[0]
+        if prefix:
+            name = prefix + b"/" + name
+    return name.decode()
+
+
+def _pax_path(records: bytes) -> str | None:
+    for line in records.split(b"\n"):
+        _, _, record = line.partition(b" ")
+        key, _, value = record.partition(b"=")
+        if key == b"path":
+            return value.decode()
+    return None
+
+
 def iter_shard_samples(path: str) -> Iterator[Sample]:
-    """The samples of one tar shard, grouped by key with webdataset's own tar iterators:
-    ``{"__key__": str, "<field>": bytes, ...}``."""
-    from webdataset.tariterators import group_by_keys, tar_file_expander
+    """The samples of one tar shard, grouped by key with webdataset's ``group_by_keys`` (so keys and
+    field names split exactly as webdataset splits them): ``{"__key__": str, "<field>": bytes}``."""
+    from webdataset.tariterators import group_by_keys
 
     with open(path, "rb", buffering=1 << 20) as fh:
-        for sample in group_by_keys(tar_file_expander([{"url": path, "stream": fh}]), lcase=False):
+        members = ({"fname": name, "data": data, "__url__": path} for name, data in iter_tar_members(fh))
+        for sample in group_by_keys(members, lcase=False):
             sample.pop("__url__", None)
             yield sample
 
