@@ -193,3 +193,10 @@ def test_shard_reader_uses_webdataset_names(tmp_path):
 
     names = tarfile.open(os.path.join(dst, "shard-000000.tar")).getnames()
     assert names[:2] == ["part0/00000.bin", "part0/00000.cls"]
+
+
+def test_dst_inside_src_is_refused(tmp_path, cli):
+    make_basename_dataset(str(tmp_path / "src"), 3)
+    done = cli(["pack", str(tmp_path / "src"), str(tmp_path / "src" / "out")])
+    assert done.returncode == 2 and "inside SRC" in done.stderr
+    assert not os.path.exists(tmp_path / "src" / "out")

@@ -9,7 +9,7 @@ from supplyline.experiments.disk.diagnose import DiskReport
 from supplyline.experiments.disk.measure import Cell
 from supplyline.units import human_bytes
 
-SMALL_AVERAGE = 1 << 20  # a dataset whose files average below this is a small-file dataset
+SMALL_AVERAGE = 1 << 20  # a dataset whose median file is below this is a small-file dataset
 PACK_MIN_GAIN = 2.0  # below this, shards are not worth the trouble
 SHM_MARGIN = 1.10  # the dataset plus 10% must fit in /dev/shm ...
 RAM_SHARE = 0.5  # ... and take at most half the available RAM, which training needs too
@@ -54,7 +54,7 @@ def verdict(report: DiskReport) -> list[str]:
     if loc.kind == "memory":
         lines.append(f"the dataset is on a memory file system ({loc.fs_type}): storage is not the bottleneck; "
                      f"look at decoding and augmentation instead")
-    if (small_cold and seq_cold and inv.mean_file_bytes < SMALL_AVERAGE and loc.kind != "memory"
+    if (small_cold and seq_cold and inv.median_file_bytes < SMALL_AVERAGE and loc.kind != "memory"
             and seq_cold.mb_per_s >= PACK_MIN_GAIN * small_cold.mb_per_s):
         gain = seq_cold.mb_per_s / small_cold.mb_per_s
         lines.append(f"{inv.files:,} files averaging {human_bytes(inv.mean_file_bytes)} read cold at "

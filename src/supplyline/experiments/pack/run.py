@@ -42,6 +42,9 @@ def pack(plan: Plan, dst: str, fmt: str, shard_size: int, force: bool, seed: int
 
     if fmt not in FORMATS:
         raise UserError(f"--format must be one of {', '.join(FORMATS)}")
+    target = os.path.abspath(dst)
+    if target == plan.source or target.startswith(plan.source.rstrip("/") + "/"):
+        raise UserError(f"DST {dst} is inside SRC; choose a place outside it")
     params = {"source": plan.source, "format": fmt, "shard_size": shard_size, "layout": plan.layout, "seed": seed}
     needed = space_check(plan, dst, fmt)
     state, resumed = prepare(dst, params, plan.fingerprint, force)
