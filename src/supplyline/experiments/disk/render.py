@@ -55,7 +55,7 @@ def render_measurements(report: DiskReport, console: Console) -> None:
         table.add_row(c.test.replace("_", " "), c.cache, str(c.threads),
                       "" if c.test == "metadata" else f"{c.mb_per_s:,.0f}", f"{c.ops_per_s:,.0f} {unit}",
                       "" if c.test == "metadata" else human_bytes(c.bytes), f"{c.seconds:.2f} s",
-                      (c.cold_method or "") + ("" if c.complete else " (cut short)"))
+                      " ".join(filter(None, [c.cold_method, None if c.complete else "(cut short)"])))
     if report.cells:
         console.print(table)
     if report.sequential_source:
