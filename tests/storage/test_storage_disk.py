@@ -135,3 +135,23 @@ def test_verdict_stage_when_it_fits_in_shm(tmp_path):
     assert any("fits in /dev/shm" in line and "supplyline stage" in line for line in fits)
     no_room = verdict(_report(tmp_path, "ssd", [], shm_free=1000))
     assert not any("fits in /dev/shm" in line for line in no_room)
+
+
+def test_memory_file_system_is_measured_warm_only(cli, tmp_path):
+    import shutil
+    import tempfile
+
+    root = tempfile.mkdtemp(dir="/dev/shm", prefix="supplyline-test-")
+    try:
+        for i in range(20):
+            with open(os.path.join(root, f"{i}.bin"), "wb") as fh:
+                fh.write(os.urandom(5000))
+        out = str(tmp_path / "r.json")
+        done = cli(["disk", root, "--only", "small_files", "--threads", "1", "--json", out])
+        assert done.returncode == 0, done.stderr
+        report = json.load(open(out))
+        assert report["location"]["kind"] == "memory"
+        assert [m["cache"] for m in report["measurements"]] == ["warm"]
+        assert "memory file system" in report["verdict"][0]
+    finally:
+        shutil.rmtree(root)

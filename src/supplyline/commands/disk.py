@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
     render_survey(report, out)
     out.print("[bold]Measuring[/bold] (Ctrl-C stops and keeps what was measured)")
     sys.stdout.flush()
-    cells_total = len(options.thread_counts) * sum(1 if t == "metadata" else 2 for t in options.tests)
+    warm_only = report.location.kind == "memory"
+    cells_total = len(options.thread_counts) * sum(1 if t == "metadata" or warm_only else 2 for t in options.tests)
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("starting", total=cells_total)

@@ -79,6 +79,9 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
     small_set = _take_bytes(small_pool[:options.small_files], options.small_bytes)
     meta_set = rng.sample(files, min(len(files), options.small_files))
     probe: str | None = None
+    cold_exists = report.location.kind != "memory"
+    if not cold_exists:
+        report.notes.append("cold: not measured — a memory file system has no cold state; warm is all there is")
     try:
         if "sequential" in options.tests:
             if not large_set:
@@ -91,16 +94,16 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
                                         f"({human_bytes(total)})" if large_set else "none")
             if large_set:
                 measure_test("sequential", lambda n: sequential_items(large_set, n), options.thread_counts,
-                             options.seconds, options.block_size, report.cells, progress)
+                             options.seconds, options.block_size, report.cells, progress, cold_exists)
         if "small_files" in options.tests:
             if small_set:
                 measure_test("small_files", lambda n: whole_file_items(small_set), options.thread_counts,
-                             options.seconds, options.block_size, report.cells, progress)
+                             options.seconds, options.block_size, report.cells, progress, cold_exists)
             else:
                 report.notes.append("small files: not measured (no files below the large-file size)")
         if "metadata" in options.tests:
             measure_test("metadata", lambda n: whole_file_items(meta_set), options.thread_counts,
-                         options.seconds, options.block_size, report.cells, progress)
+                         options.seconds, options.block_size, report.cells, progress, cold_exists)
             report.notes.append("metadata: warm only — cold dentry/inode caches need root-only, "
                                 "machine-wide drop_caches, which supplyline does not do")
     except KeyboardInterrupt:

@@ -194,7 +194,8 @@ ProgressFn = Callable[[str], None]
 
 
 def measure_test(test: str, items_for: Callable[[int], list[tuple[str, int, int]]], thread_counts: list[int],
-                 seconds: float, block_size: int, cells: list[Cell], progress: ProgressFn) -> None:
+                 seconds: float, block_size: int, cells: list[Cell], progress: ProgressFn,
+                 cold_exists: bool = True) -> None:
     """Cold then warm cells for each thread count, appended to ``cells`` as they finish (so an
     interrupt keeps every finished one). The warm cell reads what the cold one reached, after
     reading it once untimed, so it measures the page cache and nothing else."""
@@ -202,8 +203,8 @@ def measure_test(test: str, items_for: Callable[[int], list[tuple[str, int, int]
         items = items_for(threads)
         cold: Cell | None = None
         for cache in ("cold", "warm"):
-            if test == "metadata" and cache == "cold":
-                continue  # cold dentry/inode caches need root-only, machine-wide drop_caches
+            if cache == "cold" and (test == "metadata" or not cold_exists):
+                continue  # cold dentry/inode caches need root-only drop_caches; RAM file systems have no cold
             progress(f"{test.replace('_', ' ')} {cache}, {threads} thread{'s' if threads > 1 else ''}")
             if cache == "cold":
                 direct, method = make_cold(sorted({p for p, _, _ in items}), block_size)
