@@ -10,6 +10,7 @@ from typing import Any
 
 from supplyline.analyze.breakdown import breakdown
 from supplyline.analyze.findings import all_findings, verdict
+from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import supply_signal
 from supplyline.record import RunRecord
 
@@ -57,6 +58,9 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             "consumer_bound_speedup": (consumer_rate / observed_rate if consumer_rate and observed_rate else None),
         },
         "dataloader": _loader_facts(loader, sig),
+        "dataloader_recommended": recommended_loader(
+            loader, sig.stall, record.host.cpu_count, record.host.cuda_available,
+            input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings)),
         "top_lines": [{**l, "file": l["file"]} for l in b.top_lines],
         "data_wait_lines": b.data_wait_lines,
         "transfers": record.transfers,

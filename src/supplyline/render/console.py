@@ -76,4 +76,4 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
                     f"  {escape(line['code'])}  [dim]({line['phase']})[/]")
     for note in report["notes"]:
         c.print(f"[dim]note: {escape(note)}[/]")
-    c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, trace.json)")
+    c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, report.html, trace.json)")
