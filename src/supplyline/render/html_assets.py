@@ -45,7 +45,7 @@ SCRIPT = r"""
                      whatif: "what-if replay step"};
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"];
-  var W = 900, H = 170, M = {l: 58, r: 14, t: 10, b: 24};
+  var W = 900, H = 178, M = {l: 58, r: 14, t: 20, b: 24};
   var T_END = Math.max(D.t_end_s || 0, 1e-3);
   var timePlots = [];
 
@@ -121,7 +121,7 @@ SCRIPT = r"""
   function timeAxes(svg, yMax, yUnit) {
     var sx = scale(0, T_END, M.l, W - M.r), sy = scale(0, yMax, H - M.b, M.t);
     axes(svg, sx, sy, ticks(0, yMax, 4), ticks(0, T_END, 10), function (v) { return fmt(v) + " s"; });
-    label(svg, 4, M.t + 8, yUnit, {});
+    label(svg, 4, 12, yUnit, {});
     return {sx: sx, sy: sy};
   }
   function path(xs, ys, sx, sy) {
@@ -236,7 +236,7 @@ SCRIPT = r"""
       var cMax = Math.max.apply(null, h.counts);
       var sx = scale(lo, hi, M.l, W - M.r), sy = scale(0, cMax * 1.1, H - M.b, M.t);
       axes(svg, sx, sy, ticks(0, cMax * 1.1, 4), ticks(lo, hi, 8), function (v) { return fmt(v) + " ms"; });
-      label(svg, 4, M.t + 8, "steps", {});
+      label(svg, 4, 12, "steps", {});
       h.counts.forEach(function (c, k) {
         if (!c) { return; }
         var x0 = sx(h.edges_ms[k]), x1 = sx(h.edges_ms[k + 1]);

@@ -121,7 +121,7 @@ def _disks(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for s in samples:
         for d in s.get("disks", []):
             names[d["device"]] = names.get(d["device"], 0.0) + d["read_mb_per_s"] + d["write_mb_per_s"] + d["util_pct"]
-    busiest = sorted(names, key=lambda n: -names[n])[:MAX_DISKS]
+    busiest = sorted((n for n in names if names[n] > 0), key=lambda n: -names[n])[:MAX_DISKS]  # idle devices say nothing
     out = []
     for dev in busiest:
         rows = [next((d for d in s.get("disks", []) if d["device"] == dev), None) for s in samples]
