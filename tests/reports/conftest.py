@@ -23,9 +23,9 @@ def base_run(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def slow_run(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """The same job with slow samples (10 ms each): a planted input-pipeline regression."""
+    """The same job with slow samples (30 ms each, 120 ms a batch): a planted input-pipeline regression."""
     root = tmp_path_factory.mktemp("slow")
-    return doctor_run(str(root), os.path.join(str(root), "new"), zoo("chatty.py"), "0.01")
+    return doctor_run(str(root), os.path.join(str(root), "new"), zoo("chatty.py"), "0.03")
 
 
 @pytest.fixture(scope="session")

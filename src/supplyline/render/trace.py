@@ -2,8 +2,9 @@
 the training thread's track, counter tracks for CPU, memory, disk and GPU, and named worker processes.
 
 Phase slices inside a step are laid end to end in a fixed order: hooks give each phase's total
-per step, not its exact position, and the trace says so in its metadata. Times are microseconds
-since the run started, rounded to 1 ns so that a slice's end never passes its parent's.
+per step, not its exact position, and the trace says so in its metadata. Times are whole
+microseconds since the run started: integer arithmetic keeps a slice's end exactly within its
+parent's (float sums can pass it by an ulp, and viewers then un-nest the slice).
 """
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ TRAIN_TID = 1
 GIB = 2**30
 
 
-def _us(seconds: float) -> float:
-    return round(seconds * 1e6, 3)
+def _us(seconds: float) -> int:
+    return int(round(seconds * 1e6))
 
 
 def trainer_pid(record: RunRecord) -> int:
@@ -55,17 +56,17 @@ def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
         pos = idx_pos.get(i)
         label = "step" if pos is not None else "warm-up step" if i in kept else "what-if step (compute-only replay)"
         out.append({"ph": "X", "name": label, "cat": "step", "pid": pid, "tid": TRAIN_TID, "ts": ts,
-                    "dur": round(end - ts, 3), "args": {"index": i, "batches": st["batches"][i]}})
+                    "dur": end - ts, "args": {"index": i, "batches": st["batches"][i]}})
         if pos is None:
             continue
         cursor = ts
         for phase, values in b.per_step_phase_s.items():
-            d = min(_us(values[pos]), round(end - cursor, 3))
+            d = min(_us(values[pos]), end - cursor)
             if d <= 0:
                 continue
             out.append({"ph": "X", "name": phase, "cat": "phase", "pid": pid, "tid": TRAIN_TID, "ts": cursor,
                         "dur": d, "args": {"ms": round(values[pos] * 1e3, 3)}})
-            cursor = round(cursor + d, 3)
+            cursor += d
     return out
 
 

@@ -23,6 +23,7 @@ class Sleepy(Dataset):
 
 
 if __name__ == "__main__":
+    torch.set_num_threads(1)  # a tiny model: extra threads only add scheduling noise on a shared machine
     model = nn.Linear(32, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for step, (x, y) in enumerate(DataLoader(Sleepy(), batch_size=4)):
