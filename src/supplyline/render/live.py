@@ -52,7 +52,7 @@ def latest_sample(monitor: Any) -> dict[str, Any] | None:
     return sample if isinstance(sample, dict) else sample.to_dict()
 
 
-def _bar(parts: list[tuple[float, str]], width: int = 30) -> Text:
+def _bar(parts: list[tuple[float, str]], width: int = 20) -> Text:
     bar = Text()
     used = 0
     for share, style in parts:
@@ -66,14 +66,15 @@ def _bar(parts: list[tuple[float, str]], width: int = 30) -> Text:
 def panel(title: str, steps: dict[str, list[float]], sample: dict[str, Any] | None, elapsed_s: float) -> Group:
     count = int(steps["count"][0])
     dur = steps["duration_s"]
-    head = Text(f"supplyline doctor ▸ {title}  ", style="bold")
-    head.append(f"{elapsed_s:5.1f} s · {count} steps")
+    head = Text(f"supplyline doctor ▸ {title}", style="bold")
+    head.append(f" · {elapsed_s:.1f} s · {count} steps")
     lines: list[Text] = [head]
     total = sum(dur)
     if not dur or total <= 0:
         lines.append(Text("waiting for the first training step…", style="dim"))
     else:
-        lines[0].append(f" · {len(dur) / total:.1f} steps/s ({total * 1e3 / len(dur):.0f} ms/step, last {len(dur)})")
+        lines.append(Text(f"rate   {len(dur) / total:.1f} steps/s · {total * 1e3 / len(dur):.0f} ms/step "
+                          f"(last {len(dur)} steps)"))
         shares = [(sum(steps[f"{p}_s"]) / total, p, label) for p, label in LIVE_PHASES]
         rest = max(0.0, 1.0 - sum(s for s, _, _ in shares))
         parts = [(s, PHASE_STYLE[p]) for s, p, _ in shares] + [(rest, REST_STYLE)]
