@@ -12,7 +12,8 @@ from supplyline.analyze.breakdown import breakdown
 from supplyline.analyze.findings import all_findings, verdict
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import supply_signal
-from supplyline.record import RunRecord
+from supplyline.errors import UserError
+from supplyline.record import RunRecord, load_record
 
 REPORT_VERSION = 1
 
@@ -68,6 +69,15 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "outside_steps_s": record.outside_steps_s,
         "notes": notes,
     }
+
+
+def report_from_saved(path: str) -> tuple[RunRecord, dict[str, Any]]:
+    """Load a saved record and analyse it; a record that parses but does not add up is one line."""
+    record = load_record(path)
+    try:
+        return record, build_report(record)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as exc:
+        raise UserError(f"the run record at {path} is inconsistent ({type(exc).__name__}: {exc})") from exc
 
 
 def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | None:

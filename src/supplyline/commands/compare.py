@@ -24,15 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from supplyline.analyze.compare import compare_reports
-    from supplyline.analyze.report import build_report
-    from supplyline.record import load_record
 
     for name in ("max_slowdown", "max_data_wait"):
         value = getattr(args, name)
         if value is not None and value < 0:
             raise UserError(f"--{name.replace('_', '-')} must be 0 or more")
-    base = build_report(_load(args.base, "BASE", load_record))
-    new = build_report(_load(args.new, "NEW", load_record))
+    base = _load(args.base, "BASE")
+    new = _load(args.new, "NEW")
     result = compare_reports(base, new, args.max_slowdown, args.max_data_wait)
     if args.json:
         print(json.dumps(result, indent=2))
@@ -41,9 +39,11 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
-def _load(path: str, label: str, load: Any) -> Any:
+def _load(path: str, label: str) -> dict[str, Any]:
+    from supplyline.analyze.report import report_from_saved
+
     try:
-        return load(path)
+        return report_from_saved(path)[1]
     except UserError as exc:
         raise UserError(f"{label}: {exc}") from exc
 

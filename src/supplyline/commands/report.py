@@ -18,13 +18,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.analyze.report import build_report
+    from supplyline.analyze.report import report_from_saved
     from supplyline.doctor.output import write_derived
-    from supplyline.record import load_record
     from supplyline.render.console import render_summary
 
-    record = load_record(args.dir)
-    report = build_report(record)
+    record, report = report_from_saved(args.dir)
     src_dir = args.dir if os.path.isdir(args.dir) else os.path.dirname(os.path.abspath(args.dir))
     kinds = [k for k in ("json", "trace", "html") if getattr(args, k)]
     if not kinds:
