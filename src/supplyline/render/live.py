@@ -2,13 +2,13 @@
 
 The panel reads what the collectors already keep: the StepClock's columnar step lists (appends on
 the training thread; here we only read lengths and the last N entries) and the monitor's latest
-sample. Rich's own refresh thread (a daemon) calls ``panel`` twice a second, so the training
-thread pays nothing beyond its usual hooks.
+sample. A daemon thread builds the panel twice a second (render/inplace.py), so the training
+thread pays nothing beyond its usual hooks and a few plain writes per printed line.
 
-Coexisting with the script's output: rich's Live replaces ``sys.stdout``/``sys.stderr`` with
-proxies that print each complete line *above* the panel, so the script's lines arrive whole and
-in order. stdout is redirected only when it is the same kind of thing as stderr (a terminal);
-a script whose stdout goes to a pipe or file keeps writing there untouched.
+Coexisting with the script's output: ``sys.stdout``/``sys.stderr`` are replaced by proxies that
+write each complete line *above* the panel, so the script's lines arrive whole and in order.
+stdout is redirected only when it is the same terminal as stderr; a script whose stdout goes to
+a pipe or file keeps writing there untouched.
 """
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ import os
 import sys
 from typing import Any, Callable
 
-from rich.console import Console, Group
-from rich.live import Live
+from rich.console import Group
 from rich.text import Text
 
 from supplyline.collect.steps import StepClock
 from supplyline.render.console import PHASE_STYLE
+from supplyline.render.inplace import TerminalPanel
 
 # Hooked phases the clock measures directly; the rest of a step is the model and the user's code.
 LIVE_PHASES = (("data_wait", "data wait"), ("transfer", "transfer"), ("logging", "logging"),
@@ -114,14 +114,14 @@ def _host_lines(sample: dict[str, Any] | None) -> list[Text]:
 
 
 class LiveView:
-    """Owns the rich Live display; ``start`` returns False (and shows nothing) without a terminal."""
+    """Owns the panel; ``start`` returns False (and shows nothing) without a terminal on stderr."""
 
     def __init__(self, title: str, clock: StepClock, monitor: Callable[[], Any], window: int = 20) -> None:
         self.title = title
         self.clock = clock
         self.monitor = monitor
         self.window = window
-        self.live: Live | None = None
+        self.live: TerminalPanel | None = None
 
     def render(self) -> Group:
         return panel(self.title, recent_steps(self.clock, self.window), latest_sample(self.monitor()),
@@ -130,11 +130,8 @@ class LiveView:
     def start(self) -> bool:
         if not sys.stderr.isatty():
             return False
-        # soft_wrap: a long line of the script is passed through whole, never re-wrapped by rich.
-        console = Console(file=sys.stderr, soft_wrap=True, highlight=False)
-        self.live = Live(get_renderable=self.render, console=console, refresh_per_second=2, transient=True,
-                         redirect_stdout=_same_terminal(), redirect_stderr=True)
-        self.live.start()
+        self.live = TerminalPanel(self.render, sys.stderr)
+        self.live.start(redirect_stdout=_same_terminal())
         return True
 
     def stop(self) -> None:
