@@ -102,3 +102,29 @@ def test_panel_shows_rate_phases_workers_disk_gpu(monitored_record: RunRecord) -
 def test_panel_without_steps_or_monitor() -> None:
     text = _text(panel("train.py", recent_steps(StepClock(), 20), None, 0.4))
     assert "waiting for the first training step" in text and "not available" in text
+
+
+def test_proxy_passes_whole_lines_to_their_own_stream(monkeypatch) -> None:
+    import io
+
+    from rich.text import Text
+
+    from supplyline.render.inplace import ERASE_LINE, TerminalPanel
+
+    term, out = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(sys, "stdout", out)
+    screen = TerminalPanel(lambda: Text("PANEL-A\nPANEL-B"), term, refresh_s=3600)
+    screen.start(redirect_stdout=True)
+    try:
+        print("abc", end="")
+        assert out.getvalue() == ""  # a partial line waits for its newline
+        print("def")
+        print("warn", file=sys.stderr)
+    finally:
+        screen.stop()
+    assert out.getvalue() == "abcdef\n"  # stdout's lines stay on stdout, whole
+    screen_text = term.getvalue()
+    assert "warn\n" in screen_text and screen_text.count("PANEL-A") == 3  # first draw + a redraw per line
+    assert screen_text.endswith(ERASE_LINE + "\x1b[1A" + ERASE_LINE)  # transient: erased at the end
+    assert sys.stdout is out and sys.stderr is term  # restored
