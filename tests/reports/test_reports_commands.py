@@ -8,6 +8,8 @@ import shutil
 import pytest
 from reports_helpers import supplyline
 
+pytestmark = pytest.mark.slow  # every test runs the CLI in child processes
+
 
 def _one_line_error(proc, command: str) -> str:
     assert proc.returncode == 2, proc.stderr
