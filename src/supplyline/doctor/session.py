@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch
 
+from supplyline.collect.cuda_sync import SyncCounter
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -29,7 +30,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
                  what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
-                 sampler_interval_s: float = 0.015) -> None:
+                 sampler_interval_s: float = 0.02) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
@@ -39,6 +40,7 @@ class DoctorSession:
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
         self.sampler = StackSampler(self.clock, sampler_interval_s)
+        self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
         self.monitor_interval_s = monitor_interval_s
         self.notes: list[str] = []
@@ -54,6 +56,10 @@ class DoctorSession:
         self.clock.t0 = time.perf_counter()
         self.hooks.install()
         self.ctl.drain_handler = self._drain
+        try:
+            self.syncs.install()
+        except Exception as exc:  # an old torch without sync debug mode
+            self.notes.append(f"CUDA sync counting unavailable: {exc}")
         try:
             self.sampler.start()
         except Exception as exc:  # pragma: no cover - thread start failing means a broken interpreter
@@ -77,6 +83,7 @@ class DoctorSession:
         wall = time.perf_counter() - self.clock.t0
         self.clock.finish()
         self.hooks.uninstall()
+        self.syncs.uninstall()
         self.sampler.stop()
         monitor_data = self._stop_monitor()
         return self._build_record(outcome, wall, monitor_data)
@@ -87,7 +94,7 @@ class DoctorSession:
         try:
             self.monitor.stop()
             samples = [s.to_dict() for s in self.monitor.samples]
-            gpu_note = getattr(self.monitor, "gpu_note", None)
+            gpu_note = self.monitor.gpu_status or None
         except Exception as exc:
             self.notes.append(f"host monitor failed: {exc}")
             samples, gpu_note = [], None
@@ -154,7 +161,9 @@ class DoctorSession:
             self.whatif.note = ("the script ended before the what-if phases (use --steps N or --seconds T)"
                                 if self.observed_steps is None else "the loader ran out during the what-if phases")
         lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
-        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other"}
+        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other",
+                                   "tune_command": (self._tune_command(lid, info.batch_size)
+                                                    if lid == self.clock.train_loader else None)}
                    for lid, info in self.hooks.loaders.items()]
         return RunRecord(
             **new_version_fields(),
@@ -171,12 +180,33 @@ class DoctorSession:
             saves=[asdict(s) for s in self.hooks.saves],
             logging_calls=self.hooks.logging_calls,
             line_samples=lines,
-            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples},
+            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples,
+                     "cpu_s": self.sampler.cpu_s,
+                     "monitor_cpu_s": getattr(self.monitor, "sampler_cpu_s", None)},
             whatif=self.whatif,
             monitor=monitor_data,
-            gpu={"available": torch.cuda.is_available()},
+            gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
             notes=self.notes,
         )
+
+
+    def _tune_command(self, loader_id: int, batch_size: int | None) -> str | None:
+        """The exact `supplyline tune MODULE:ATTR` for the training dataset, when it can be located."""
+        dataset = self.hooks.datasets.get(loader_id)
+        if dataset is None:
+            return None
+        saved = sys.modules.get("__main__")
+        try:
+            from supplyline.experiments.tune.locate import tune_command_for
+
+            if self.hooks.main_module is not None:
+                sys.modules["__main__"] = self.hooks.main_module
+            return tune_command_for(dataset, batch_size)
+        except Exception:  # naming the dataset is a convenience; never fail the report over it
+            return None
+        finally:
+            if saved is not None:
+                sys.modules["__main__"] = saved
 
 
 def host_info() -> HostInfo:
