@@ -87,3 +87,11 @@ def with_monitor(record: RunRecord, gpus: int = 1, workers: int = 2, interval_s:
     data["monitor"] = {"interval_s": interval_s, "samples": samples, "gpu_note": None, "t0_unix_s": t0}
     data["notes"] = [n for n in data["notes"] if "monitor" not in n]
     return RunRecord.from_dict(data)
+
+
+def without_monitor(record: RunRecord) -> RunRecord:
+    """A copy of ``record`` as a run without a host monitor records it: no samples, one note."""
+    data = copy.deepcopy(record.to_dict())
+    data["monitor"] = {"interval_s": 0.5, "samples": [], "gpu_note": None}
+    data["notes"] = [*data["notes"], "host monitor unavailable: test record without one"]
+    return RunRecord.from_dict(data)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from reports_browser import chromium, load
-from reports_helpers import XSS, with_monitor
+from reports_helpers import XSS, with_monitor, without_monitor
 
 from supplyline.record import RunRecord
 from supplyline.render.html import PLOTS, build_html
@@ -52,7 +52,7 @@ def test_report_draws_every_plot_without_console_errors(tmp_path, monitored_reco
 
 def test_missing_monitor_and_gpu_degrade_to_notes(tmp_path, base_record: RunRecord) -> None:
     no_gpu = with_monitor(base_record, gpus=0, workers=0)
-    for name, record in (("bare.html", base_record), ("nogpu.html", no_gpu)):
+    for name, record in (("bare.html", without_monitor(base_record)), ("nogpu.html", no_gpu)):
         got = load(_write(tmp_path, name, build_html(record)))
         assert got.console == [], got.console
         assert got.dom.find("body")[0].attrs.get("data-rendered") == "ok"
@@ -61,6 +61,15 @@ def test_missing_monitor_and_gpu_degrade_to_notes(tmp_path, base_record: RunReco
         note = got.dom.find("p", figure="gpu", **{"class": "nodata"})
         assert note and "not available" in "".join(note[0].text)
     assert got.dom.find("figure", data_plot="cpu")[0].attrs.get("data-drawn") == "yes"
+
+
+def test_real_doctor_report_draws(tmp_path, base_run: str) -> None:
+    """The page the doctor wrote, with the real host monitor's samples."""
+    got = load(os.path.join(base_run, "report.html"))
+    assert got.console == [], got.console
+    assert got.dom.find("body")[0].attrs.get("data-rendered") == "ok"
+    for key in ("steps", "cpu", "workers", "memory", "histogram", "whatif"):
+        assert got.dom.find("figure", data_plot=key)[0].attrs.get("data-drawn") == "yes", key
 
 
 def test_script_path_with_script_tag_executes_nothing(tmp_path, base_run: str) -> None:

@@ -5,7 +5,7 @@ import json
 import os
 import re
 
-from reports_helpers import XSS
+from reports_helpers import XSS, without_monitor
 
 from supplyline.record import RunRecord
 from supplyline.render.html import PLOTS, build_html, embed_json, script_hash
@@ -82,10 +82,18 @@ def test_plot_data_aligns_monitor_with_steps(monitored_record: RunRecord) -> Non
     assert sum(d["histogram"]["counts"]) == len(observed)
 
 
-def test_missing_monitor_is_a_note_not_an_error(base_record: RunRecord) -> None:
+def test_real_monitor_samples_are_plotted(base_record: RunRecord) -> None:
     d = plot_data(base_record)
+    assert len(d["monitor"]["t_s"]) == len(base_record.monitor["samples"]) > 0
+    assert d["monitor"]["cpu_cores"] and d["monitor"]["trainer_cpu"][-1] is not None
+
+
+def test_missing_monitor_is_a_note_not_an_error(base_record: RunRecord) -> None:
+    bare = without_monitor(base_record)
+    d = plot_data(bare)
     assert d["monitor"]["t_s"] == [] and "no host monitor samples" in d["monitor"]["note"]
-    build_html(base_record)  # renders
+    assert "test record without one" in d["monitor"]["note"]
+    build_html(bare)  # renders
 
 
 def test_dataloader_seen_and_recommended(base_run: str) -> None:
