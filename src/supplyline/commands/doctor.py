@@ -19,6 +19,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip the what-if phases (compute-only replay, loader-only drain) after the observed steps")
     p.add_argument("--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
+    p.add_argument("--live", action="store_true",
+                   help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)")
     p.add_argument("-m", dest="module_args", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
                    help="run a module as `python -m MODULE` would")
     p.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT.py ARGS",
@@ -54,6 +56,16 @@ def _check_writable(out_dir: str) -> None:
         raise UserError(f"the report directory {out_dir} is not writable")
 
 
+def _start_live(session, title: str):  # type: ignore[no-untyped-def]
+    from supplyline.render.live import LiveView
+
+    view = LiveView(title, session.clock, lambda: session.monitor)
+    if view.start():
+        return view
+    print("supplyline doctor: --live needs a terminal on stderr; the summary follows at the end", file=sys.stderr)
+    return None
+
+
 def _diagnose(target, out_dir: str, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     from supplyline.doctor.output import write_outputs
     from supplyline.doctor.session import DoctorSession
@@ -64,7 +76,12 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace) -> int:  # type: i
     session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
                             what_if_steps=args.what_if_steps)
     session.start()
-    outcome = run_target(target)
+    live = _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name) if args.live else None
+    try:
+        outcome = run_target(target)
+    finally:
+        if live is not None:
+            live.stop()
     if outcome.traceback_text:
         sys.stderr.write(outcome.traceback_text)  # the script's own traceback, as python would show it
     elif outcome.reason == "sys_exit" and outcome.exception_message:
