@@ -34,7 +34,7 @@ def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=300, help="batches; the job makes 4 optimizer steps per batch")
+    ap.add_argument("--steps", type=int, default=600, help="training steps (one batch and one optimizer step each)")
     args = ap.parse_args()
     out_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "supplyline-overhead-report")
     plain_wall, plain_cpu, doc_wall, doc_cpu = [], [], [], []

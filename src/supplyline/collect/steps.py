@@ -33,6 +33,7 @@ class StepClock:
         self.t0 = _now()
         self.train_tid = threading.get_ident()
         self.steps: dict[str, list[float]] = {f: [] for f in STEP_FIELDS}
+        self._appends = tuple(self.steps[f].append for f in STEP_FIELDS)
         self.outside: dict[str, float] = {p: 0.0 for p in PHASES}
         self.outside["eval_loader_wait"] = 0.0
         self.train_loader: int | None = None
@@ -89,8 +90,7 @@ class StepClock:
                 self._open(t)  # training resumes after an eval loop or a pause: a new step starts here
             return True
         if self.open_start is not None and self.updates:
-            self._close(t)
-            self._open(t)
+            self._open(t, self._close(t))
         elif self.open_start is None or (train is None and loader_id != previous):
             self._open(t)  # first fetch, or another loader's fetches before any update (a pre-training eval loop)
         return True
@@ -125,10 +125,11 @@ class StepClock:
                 self.lead_updater = updater_id
             if updater_id == self.lead_updater:
                 t = _now()
+                cpu = None
                 if self.open_start is not None:
                     self.updates += 1
-                    self._close(t)
-                self._open(t)
+                    cpu = self._close(t)
+                self._open(t, cpu)
             return
         self.updates += 1
 
@@ -151,33 +152,32 @@ class StepClock:
         self.h2d_bytes += nbytes
 
     # -- steps --------------------------------------------------------------------------------
-    def _open(self, t: float) -> None:
+    def _open(self, t: float, cpu: float | None = None) -> None:
         self.open_start = t
-        self.open_cpu = _cpu()
+        self.open_cpu = _cpu() if cpu is None else cpu
         self.updates = 0
-        for k in self.acc:
-            self.acc[k] = 0.0
+        self.acc = dict.fromkeys(PHASES, 0.0)
         self.batches = 0
         self.h2d_bytes = 0
         self.data_wait_cpu = 0.0
 
-    def _close(self, t: float) -> None:
+    def _close(self, t: float) -> float:
+        """Close the open step at ``t``; returns the thread CPU time read, for the next ``_open``."""
+        cpu = _cpu()
         start = self.open_start
         if start is None:
-            return
-        s = self.steps
-        s["start_s"].append(start - self.t0)
-        s["duration_s"].append(t - start)
-        for p in PHASES:
-            s[f"{p}_s"].append(self.acc[p])
-        s["batches"].append(self.batches)
-        s["h2d_bytes"].append(self.h2d_bytes)
-        s["data_wait_cpu_s"].append(self.data_wait_cpu)
-        s["cpu_s"].append(_cpu() - self.open_cpu)
-        s["whatif"].append(self.whatif_label)
+            return cpu
+        acc = self.acc
+        # One pass of bound appends in STEP_FIELDS order ("whatif" last: readers use its length).
+        for append, value in zip(self._appends, (
+                start - self.t0, t - start, acc["data_wait"], acc["transfer"], acc["logging"], acc["checkpoint"],
+                acc["compute_hooked"], self.batches, self.h2d_bytes, self.data_wait_cpu, cpu - self.open_cpu,
+                self.whatif_label)):
+            append(value)
         self.open_start = None
         if self.on_step_closed is not None:
-            self.on_step_closed(len(s["duration_s"]))
+            self.on_step_closed(len(self.steps["whatif"]))
+        return cpu
 
     def finish(self) -> None:
         """At the end of the run: a step with an update in it is complete; a partial one is dropped."""

@@ -30,7 +30,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
                  what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
-                 sampler_interval_s: float = 0.02) -> None:
+                 sampler_interval_s: float = 0.04) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
