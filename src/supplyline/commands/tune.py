@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     who.add_argument("--consumer", default=None, metavar="MODULE:FN",
                      help="your function taking a batch, called as the training step")
     parser.add_argument("--max-memory", type=float, default=None, metavar="GB",
-                        help="stop a configuration whose workers' total RSS exceeds this")
+                        help="stop a configuration whose workers' total memory (PSS) exceeds this")
     parser.add_argument("--max-workers", type=int, default=None, metavar="N",
                         help="highest num_workers to try (default 8 x cores, at most 64)")
     parser.add_argument("--transfer", action="store_true",

@@ -46,7 +46,8 @@ class Measurement:
     restarts_in_window: int = 0              # epochs that ended inside the window (small datasets)
     time_to_first_batch_s: float | None = None
     restart_s: float | None = None           # to the first batch of a new epoch, this config's way
-    workers_rss_bytes: int = 0               # peak total RSS of the workers
+    workers_rss_bytes: int = 0               # peak total RSS of the workers (shared pages counted in each)
+    workers_pss_bytes: int = 0               # peak total PSS of the workers (shared pages split)
     worker_rss_max_bytes: int = 0            # the largest single worker
     main_rss_bytes: int = 0
     measured_s: float = 0.0                  # wall time spent measuring
@@ -91,8 +92,9 @@ class Measurement:
                 "runs_samples_per_s": [round(r, 2) for r in self.runs], "spread": round(self.spread, 4),
                 "steady_batches": self.steady_batches, "restarts_in_window": self.restarts_in_window,
                 "time_to_first_batch_s": _round(self.time_to_first_batch_s), "restart_s": _round(self.restart_s),
-                "workers_rss_bytes": self.workers_rss_bytes, "worker_rss_max_bytes": self.worker_rss_max_bytes,
-                "main_rss_bytes": self.main_rss_bytes, "total_rss_bytes": self.workers_rss_bytes + self.main_rss_bytes,
+                "workers_rss_bytes": self.workers_rss_bytes, "workers_pss_bytes": self.workers_pss_bytes,
+                "worker_rss_max_bytes": self.worker_rss_max_bytes, "main_rss_bytes": self.main_rss_bytes,
+                "total_memory_bytes": self.workers_pss_bytes + self.main_rss_bytes,
                 "measured_s": round(self.measured_s, 3), "derived_from": self.derived_from}
 
 
@@ -191,7 +193,7 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
             raise DatasetBroken(found) from exc
         if watch.exceeded_bytes is not None:
             result.status = "stopped"
-            result.reason = (f"workers' RSS {human_bytes(watch.exceeded_bytes)} exceeded --max-memory "
+            result.reason = (f"workers' memory (PSS) {human_bytes(watch.exceeded_bytes)} exceeded --max-memory "
                              f"{human_bytes(max_memory_bytes or 0)}")
         else:
             result.status = "failed"
@@ -200,8 +202,9 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
     finally:
         watch.sample()
         watch.stop()
-        result.workers_rss_bytes = watch.peak_total_bytes
-        result.worker_rss_max_bytes = watch.peak_worker_bytes
+        result.workers_rss_bytes = watch.peak_rss_total_bytes
+        result.workers_pss_bytes = watch.peak_pss_total_bytes
+        result.worker_rss_max_bytes = watch.peak_worker_rss_bytes
         result.main_rss_bytes = psutil.Process().memory_info().rss
         _shutdown(iterator, loader)
         result.measured_s = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""Watch the RSS of a DataLoader's worker processes, and stop them past a limit."""
+"""Watch the memory of a DataLoader's worker processes, and stop them past a limit."""
 from __future__ import annotations
 
 import os
@@ -9,20 +9,32 @@ from typing import Any
 import psutil
 
 
-class WorkerMemoryWatch:
-    """Samples the workers' RSS from a background thread (psutil, every ``interval_s``).
+def _footprint(proc: psutil.Process) -> tuple[int, int]:
+    """(RSS, PSS) in bytes. PSS splits pages shared between processes among the sharers, so a
+    sum over forked workers does not count the parent's pages once per worker the way RSS does;
+    where PSS is unavailable (not Linux) it falls back to RSS."""
+    try:
+        full = proc.memory_full_info()
+        return full.rss, getattr(full, "pss", full.rss)
+    except psutil.AccessDenied:
+        rss = proc.memory_info().rss
+        return rss, rss
 
-    Past ``limit_bytes`` it kills the workers: the main thread's next() then fails at once instead
-    of the machine swapping, and the configuration is reported as stopped for memory.
-    RSS counts pages a forked worker shares with its parent, so the total over-states what the
-    workers add: a conservative limit.
+
+class WorkerMemoryWatch:
+    """Samples the workers' memory from a background thread (psutil, every ``interval_s``).
+
+    Past ``limit_bytes`` of the workers' total PSS it kills the workers: the main thread's next()
+    then fails at once instead of the machine swapping, and the configuration is reported as
+    stopped for memory.
     """
 
     def __init__(self, limit_bytes: int | None, interval_s: float = 0.2) -> None:
         self.limit_bytes = limit_bytes
         self.interval_s = interval_s
-        self.peak_total_bytes = 0
-        self.peak_worker_bytes = 0
+        self.peak_rss_total_bytes = 0
+        self.peak_pss_total_bytes = 0
+        self.peak_worker_rss_bytes = 0
         self.exceeded_bytes: int | None = None
         self._pids: list[int] = []
         self._lock = threading.Lock()
@@ -40,17 +52,19 @@ class WorkerMemoryWatch:
     def sample(self) -> None:
         with self._lock:
             pids = list(self._pids)
-        total = 0
+        rss_total = pss_total = 0
         for pid in pids:
             try:
-                rss = psutil.Process(pid).memory_info().rss
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                rss, pss = _footprint(psutil.Process(pid))
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            total += rss
-            self.peak_worker_bytes = max(self.peak_worker_bytes, rss)
-        self.peak_total_bytes = max(self.peak_total_bytes, total)
-        if self.limit_bytes is not None and total > self.limit_bytes and self.exceeded_bytes is None:
-            self.exceeded_bytes = total
+            rss_total += rss
+            pss_total += pss
+            self.peak_worker_rss_bytes = max(self.peak_worker_rss_bytes, rss)
+        self.peak_rss_total_bytes = max(self.peak_rss_total_bytes, rss_total)
+        self.peak_pss_total_bytes = max(self.peak_pss_total_bytes, pss_total)
+        if self.limit_bytes is not None and pss_total > self.limit_bytes and self.exceeded_bytes is None:
+            self.exceeded_bytes = pss_total
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)

@@ -27,7 +27,7 @@ def _time(x: float | None) -> str:
 def table(result: SearchResult) -> Table:
     t = Table(title="Configurations tried, fastest first", title_justify="left")
     for name in ("batch", "workers", "prefetch", "persistent", "samples/s", "epoch samples/s", "first batch",
-                 "restart", "workers RSS", "runs", "note"):
+                 "restart", "workers PSS", "runs", "note"):
         t.add_column(name, justify="left" if name == "note" else "right")
     ordered = sorted(result.measurements, key=lambda m: (-m.score(), m.config.num_workers))
     for m in ordered:
@@ -49,7 +49,7 @@ def table(result: SearchResult) -> Table:
                   ("yes" if c.persistent_workers else "no") if c.num_workers else "-",
                   f"{m.samples_per_s:,.0f}" if m.ok else "-", f"{m.epoch_samples_per_s:,.0f}" if m.ok else "-",
                   _time(m.time_to_first_batch_s), _time(m.restart_s),
-                  human_bytes(m.workers_rss_bytes) if m.workers_rss_bytes else "-",
+                  human_bytes(m.workers_pss_bytes) if m.workers_pss_bytes else "-",
                   "-" if m.derived_from else str(len(m.runs)), ", ".join(notes))
     return t
 
