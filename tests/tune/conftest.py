@@ -85,7 +85,7 @@ DATASETS = textwrap.dedent('''
 
 
     sleepy = Sleepy()
-    slow = Sleepy(n=50, ms=300.0)
+    slow = Sleepy(n=40, ms=150.0)
     empty = Empty()
     raises = RaisesAt()
     kills = KillsSecondWorker()

@@ -20,14 +20,16 @@ _SKIP = ("supplyline", "torch", "torchvision", "numpy", "PIL", "rich", "psutil",
 def tune_command_for(dataset_obj: Any, batch_size: int | None = None) -> str | None:
     """The exact ``supplyline tune MODULE:ATTR`` command for ``dataset_obj``, or None.
 
-    Preference: a module attribute that *is* the object; else a class that made it and takes no
-    arguments; else a no-argument function annotated to return its class. A script run as
+    Preference: a module attribute that *is* the object; else its class, when that class takes no
+    parameters at all (so every instance is made the same way); else a function with no
+    parameters annotated to return that class. A script run as
     ``__main__`` is named by its path, and only when importing it is safe (an
     ``if __name__ == "__main__"`` guard) and the attribute is defined outside that guard.
     """
     found: list[tuple[int, int, str]] = []
     for module_name, module in list(sys.modules.items()):
-        if not isinstance(module, ModuleType) or module_name.split(".")[0] in _SKIP or module_name.startswith("_"):
+        private = module_name.startswith("_") and module_name != "__main__"
+        if not isinstance(module, ModuleType) or module_name.split(".")[0] in _SKIP or private:
             continue
         try:
             attrs = list(vars(module).items())
@@ -53,22 +55,30 @@ def _rank(obj: Any, value: Any, module_name: str) -> int | None:
     try:
         if value is obj:
             return 0
-        if isinstance(value, type) and type(obj) is value and _no_args_needed(value):
+        cls = type(obj)
+        if cls.__module__ == "builtins" or not _dataset_like(obj):
+            return None
+        if isinstance(value, type) and cls is value and _takes_no_parameters(value):
             return 1
-        if (inspect.isfunction(value) and value.__module__ == module_name and _no_args_needed(value)
-                and _returns(value, type(obj))):
+        if (inspect.isfunction(value) and value.__module__ == module_name and _takes_no_parameters(value)
+                and _returns(value, cls)):
             return 2
     except Exception:  # odd objects (proxies, lazy modules) must not break the scan
         return None
     return None
 
 
-def _no_args_needed(fn: Any) -> bool:
+def _dataset_like(obj: Any) -> bool:
+    return (hasattr(obj, "__getitem__") and hasattr(obj, "__len__")) or hasattr(obj, "__iter__")
+
+
+def _takes_no_parameters(fn: Any) -> bool:
+    """No parameters at all, not merely none required: defaults could differ from how the live
+    object was made (``Images(root="/data")`` is not ``Images()``)."""
     try:
-        inspect.signature(fn).bind()
+        return not inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
-    return True
 
 
 def _returns(fn: Any, cls: type) -> bool:
