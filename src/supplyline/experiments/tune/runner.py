@@ -12,7 +12,8 @@ from supplyline.experiments.tune.consumer import Consumer
 from supplyline.experiments.tune.measure import DatasetBroken, Measurement, measure_config
 from supplyline.experiments.tune.model import ThroughputModel, probe
 from supplyline.experiments.tune.search import ProgressFn, Search, SearchPlan, SearchResult
-from supplyline.experiments.tune.space import LoaderConfig, default_start_method, usable_cores, worker_ladder
+from supplyline.experiments.tune.space import (PREFETCH_LADDER, LoaderConfig, default_start_method, usable_cores,
+                                               worker_ladder)
 from supplyline.experiments.tune.target import TuneTarget
 from supplyline.units import human_duration
 
@@ -30,6 +31,7 @@ class TuneOptions:
     max_memory_bytes: int | None = None
     max_workers: int | None = None
     cuda: bool = False
+    prefetch_ladder: tuple[int, ...] = PREFETCH_LADDER
 
 
 def cuda_available() -> bool:
@@ -91,7 +93,8 @@ def tune(target: TuneTarget, consumer: Consumer, options: TuneOptions,
                               timeout_s=timeout, min_steady_batches=MIN_STEADY_BATCHES)
 
     plan = SearchPlan(batch_sizes=options.batch_sizes, ladder=ladder, budget_s=options.budget_s - (clock() - started),
-                      window_s=window, try_pin_memory=options.cuda, start_methods=alternative_start_methods())
+                      window_s=window, prefetch_ladder=options.prefetch_ladder, try_pin_memory=options.cuda,
+                      start_methods=alternative_start_methods())
     try:
         return Search(plan, measure, model_for, target.baseline, clock=clock, on_progress=on_progress).run()
     except DatasetBroken as exc:

@@ -130,9 +130,9 @@ class Search:
     def run(self) -> SearchResult:
         self._start = self._clock()
         interrupted = False
-        baseline = self._run(self._baseline_config, required=True)
-        assert baseline is not None
+        baseline: Measurement | None = None
         try:
+            baseline = self._run(self._baseline_config, required=True)
             for batch_size in self.plan.batch_sizes:
                 self._climb_workers(batch_size)
             self._repeat_finalists()
@@ -140,6 +140,9 @@ class Search:
             self._try_variants()
         except KeyboardInterrupt:
             interrupted = True  # keep what was measured
+        if baseline is None:
+            baseline = Measurement(config=self._baseline_config, status="failed",
+                                   reason="interrupted before it was measured")
         return SearchResult(baseline=baseline, recommended=self.best(), measurements=list(self._results.values()),
                             models=dict(self._models), elapsed_s=self.elapsed(), interrupted=interrupted,
                             skipped_for_budget=self._skipped)

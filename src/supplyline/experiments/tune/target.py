@@ -102,6 +102,12 @@ def resolve_target(spec: str, batch_size: int | None) -> TuneTarget:
                     "returning one (a Dataset needs __getitem__ and __len__, or __iter__)")
 
 
+def target_for_dataset(name: str, dataset: Any, batch_size: int) -> TuneTarget:
+    """A TuneTarget for a dataset object in hand (benchmarks, integrations), PyTorch defaults as
+    the baseline."""
+    return _from_dataset(name, dataset, batch_size, {}, from_loader=False)
+
+
 def _is_loader(obj: Any) -> bool:
     from torch.utils.data import DataLoader
 
