@@ -76,6 +76,14 @@ DATASETS = textwrap.dedent('''
         return {"x": torch.stack(items), "n": len(items)}
 
 
+    SEEN = []
+
+
+    def count_batch(batch):
+        """A user consumer: records each batch's size."""
+        SEEN.append(len(batch))
+
+
     def make_loader():
         return DataLoader(Sleepy(120, 1.0), batch_size=8, num_workers=1, collate_fn=pair_collate)
 

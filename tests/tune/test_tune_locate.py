@@ -7,6 +7,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from supplyline.experiments.tune import tune_command_for
 from supplyline.experiments.tune.locate import _importable_names
 
@@ -44,6 +46,7 @@ def test_a_script_is_named_by_path_only_when_importing_it_is_safe(tmp_path: Path
     assert _importable_names(str(unguarded)) == set()  # importing it would run the training
 
 
+@pytest.mark.slow
 def test_a_dataset_in_a_running_script_is_found(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[2] / "src"
     script = tmp_path / "train.py"

@@ -100,3 +100,15 @@ def test_epoch_rate_charges_the_restart_once_per_epoch() -> None:
     m = Measurement(config=LoaderConfig(8), samples_per_s=100.0, window_samples=100, window_s=1.0,
                     restarts_in_window=1, restart_s=0.1)
     assert m.epoch_rate_with(0.6) == pytest.approx(100 / 1.5)  # the restart inside the window got dearer
+
+
+def test_a_user_consumer_gets_every_batch(ds_import: Path) -> None:
+    import tune_ds
+
+    consumer = make_consumer(None, "tune_ds:count_batch")
+    target = resolve_target("tune_ds:sleepy", 8)
+    m = measure_config(target, LoaderConfig(8), consumer, window_s=0.2)
+    assert m.ok, m.reason
+    assert len(tune_ds.SEEN) >= m.steady_batches + 1 and set(tune_ds.SEEN) == {8}
+    with pytest.raises(UserError, match="not a function taking a batch"):
+        make_consumer(None, "tune_ds:NUMBER")
