@@ -168,7 +168,8 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
         batch = next(iterator)
         result.time_to_first_batch_s = time.perf_counter() - started
         consumer(batch)
-        window = _run_window(loader, iterator, consumer, config, window_s, min_steady_batches, watch)
+        window = _run_window(loader, iterator, consumer, config, window_s, min_steady_batches, watch,
+                             per_batch_guess_s=result.time_to_first_batch_s)
         iterator, marks, restarts = window.iterator, window.marks, window.restarts
         rates = _segment_rates(marks)
         if not rates or marks[-1][0] <= 0:
@@ -219,12 +220,13 @@ class _Window:
 
 
 def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderConfig, window_s: float,
-                min_steady_batches: int, watch: WorkerMemoryWatch) -> _Window:
+                min_steady_batches: int, watch: WorkerMemoryWatch, per_batch_guess_s: float) -> _Window:
     """Consume batches through warm-up and the steady window; epoch ends restart the iterator (on
     the clock: workers keep filling their queues meanwhile, so stopping it would flatter them)."""
     warmup_batches = max(2, config.num_workers)
     first = time.perf_counter()
-    hard_stop = first + max(4 * window_s, 2.0)  # a very slow config still ends
+    # A slow configuration (or a busy machine) still gets its minimum of batches; a hung one still ends.
+    hard_stop = first + max(4 * window_s, 2.0, (warmup_batches + min_steady_batches + 2) * per_batch_guess_s)
     batches = 0
     steady_at: float | None = None
     marks: list[tuple[float, int]] = []

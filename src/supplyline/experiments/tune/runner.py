@@ -32,6 +32,7 @@ class TuneOptions:
     max_workers: int | None = None
     cuda: bool = False
     prefetch_ladder: tuple[int, ...] = PREFETCH_LADDER
+    window_s: float | None = None          # steady seconds per configuration; None: from the budget
 
 
 def cuda_available() -> bool:
@@ -84,7 +85,7 @@ def tune(target: TuneTarget, consumer: Consumer, options: TuneOptions,
         raise UserError(f"--budget {options.budget_s:g}s is too small to measure anything here: one batch "
                         f"takes {human_duration(first.batch_wall_s + first.consumer_wall_s)}, so three "
                         f"configurations need about {need:.0f}s; give --budget {max(need * 2, 10):.0f} or more")
-    window = max(need_window, window_for(left, len(options.batch_sizes)))
+    window = max(need_window, options.window_s or window_for(left, len(options.batch_sizes)))
     ladder = worker_ladder(cores, options.max_workers)
     timeout = max(60.0, 50 * (first.batch_wall_s + first.consumer_wall_s))
 
