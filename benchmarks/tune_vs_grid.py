@@ -133,13 +133,14 @@ def grid(batch_size: int, ladder: list[int]) -> list[LoaderConfig]:
 
 
 def side_by_side(case: Case, configs: list[LoaderConfig], window: float, rounds: int) -> list[float]:
-    """Interleaved repeats, so drift in the machine's load hits every config alike; median epoch rates."""
-    runs: list[list[float]] = [[] for _ in configs]
+    """Interleaved repeats, so drift in the machine's load hits every config alike; median epoch
+    rates. A configuration listed twice (the tuner found the grid's best) is measured once."""
+    unique = list(dict.fromkeys(c.normalized() for c in configs))
+    runs: dict[LoaderConfig, list[float]] = {c: [] for c in unique}
     for _ in range(rounds):
-        for i, c in enumerate(configs):
-            m = measure_config(case.target, c, case.consumer, window)
-            runs[i].append(m.score())
-    return [statistics.median(r) for r in runs]
+        for c in unique:
+            runs[c].append(measure_config(case.target, c, case.consumer, window).score())
+    return [statistics.median(runs[c.normalized()]) for c in configs]
 
 
 def loader_only(case: Case, configs: list[LoaderConfig], window: float) -> float:
@@ -213,7 +214,7 @@ def _ratio(a: float, b: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=0.6, help="steady seconds per configuration")
-    parser.add_argument("--rounds", type=int, default=3, help="side-by-side repeats of the final three")
+    parser.add_argument("--rounds", type=int, default=5, help="side-by-side repeats of the final three")
     parser.add_argument("--only", default="jpeg,io,ipc")
     args = parser.parse_args(argv)
     print(f"cores {usable_cores()}, load average {os.getloadavg()[0]:.1f} (shared machine: ratios, not rates)")

@@ -183,7 +183,8 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
         # Slices would hide the epoch ends that fell in some of them: then the whole window counts.
         result.samples_per_s = result.window_samples / result.window_s if restarts else median
         if not restarts:
-            restarts.append(_restart_cost(loader, iterator, config, result.time_to_first_batch_s, watch))
+            period = result.window_s / max(result.steady_batches, 1)
+            restarts.append(_restart_cost(loader, iterator, config, result.time_to_first_batch_s, period, watch))
         result.restart_s = sorted(restarts)[len(restarts) // 2]
         result.finish()
     except KeyboardInterrupt:
@@ -262,16 +263,24 @@ def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderCo
 
 
 def _restart_cost(loader: Any, iterator: Any, config: LoaderConfig, first_batch_s: float | None,
-                  watch: WorkerMemoryWatch) -> float:
+                  batch_period_s: float, watch: WorkerMemoryWatch) -> float:
     """Time to the first batch of a new epoch. Persistent workers are reset and timed for real;
-    otherwise a new epoch starts workers afresh, which is what the first batch already timed."""
-    if config.num_workers > 0 and config.persistent_workers:
-        r0 = time.perf_counter()
-        fresh = iter(loader)  # resets the same workers
-        watch.attach(fresh)
-        next(fresh)
-        return time.perf_counter() - r0
-    return first_batch_s if first_batch_s is not None else math.nan
+    otherwise a new epoch starts workers afresh, which is what the first batch already timed.
+
+    A reset mid-epoch first drains the batches still in flight, which an epoch that ran to its end
+    would not have: their share (in flight x the steady batch period) is taken off, and a reset is
+    never dearer than the cold start it avoids.
+    """
+    cold = first_batch_s if first_batch_s is not None else math.nan
+    if config.num_workers == 0 or not config.persistent_workers:
+        return cold
+    in_flight = int(getattr(iterator, "_tasks_outstanding", 0) or 0)
+    r0 = time.perf_counter()
+    fresh = iter(loader)  # resets the same workers
+    watch.attach(fresh)
+    next(fresh)
+    reset = time.perf_counter() - r0
+    return min(max(reset - in_flight * batch_period_s, batch_period_s), cold)
 
 
 def _shutdown(iterator: Any, loader: Any) -> None:
