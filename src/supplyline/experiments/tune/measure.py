@@ -26,9 +26,8 @@ class DatasetBroken(Exception):
 class Measurement:
     """What one configuration did. Rates are samples per second, times are seconds, memory bytes.
 
-    ``samples_per_s`` is the rate over the measuring window, warm-up excluded: the median of three
-    equal time slices when the window stayed inside one epoch; the plain window rate when epochs
-    ended inside it (then the restarts are part of it). ``epoch_samples_per_s`` is what training
+    ``samples_per_s`` is the rate over the measuring window, warm-up excluded (epochs that ended
+    inside the window have their restarts in it); ``spread`` compares three equal time slices. ``epoch_samples_per_s`` is what training
     sees over whole epochs, the restart at each epoch's start included. Repeats take medians.
     """
 
@@ -126,21 +125,20 @@ def _batch_len(batch: Any, default: int) -> int:
 
 
 def _segment_rates(marks: list[tuple[float, int]], segments: int = 3) -> list[float]:
-    """Rates over equal time slices of the steady window, from (time, cumulative samples) marks."""
-    if len(marks) < 2:
+    """Rates over equal time slices of the steady window, from (time, cumulative samples) marks.
+
+    Each slice is charged its whole duration: batches arrive in bursts (several workers finishing
+    together), and timing a slice from its first to its last batch would flatter it.
+    """
+    if len(marks) < 2 or marks[-1][0] <= marks[0][0]:
         return []
     t0, total_t = marks[0][0], marks[-1][0] - marks[0][0]
-    if total_t <= 0:
-        return []
-    rates = []
     edges = [t0 + total_t * k / segments for k in range(segments + 1)]
-    for a, b in zip(edges, edges[1:]):
-        inside = [m for m in marks if a <= m[0] <= b]
-        if len(inside) >= 2 and inside[-1][0] > inside[0][0]:
-            rates.append((inside[-1][1] - inside[0][1]) / (inside[-1][0] - inside[0][0]))
-    if not rates:
-        rates = [(marks[-1][1] - marks[0][1]) / total_t]
-    return rates
+
+    def done_by(t: float) -> int:
+        return max((n for when, n in marks if when <= t), default=0)
+
+    return [(done_by(hi) - done_by(lo)) / (hi - lo) for lo, hi in zip(edges, edges[1:])]
 
 
 def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer, window_s: float,
@@ -178,10 +176,11 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
         result.window_s, result.window_samples = marks[-1]
         result.steady_batches = len(marks) - 1
         result.restarts_in_window = len(restarts)
+        # The whole window's rate: unbiased however batches bunch up. The slices only say how
+        # steady it was; repeats (by the search) take medians.
+        result.samples_per_s = result.window_samples / result.window_s
         median = rates[len(rates) // 2]
         result.spread = (rates[-1] - rates[0]) / median if median else 0.0
-        # Slices would hide the epoch ends that fell in some of them: then the whole window counts.
-        result.samples_per_s = result.window_samples / result.window_s if restarts else median
         if not restarts:
             period = result.window_s / max(result.steady_batches, 1)
             restarts.append(_restart_cost(loader, iterator, config, result.time_to_first_batch_s, period, watch))
