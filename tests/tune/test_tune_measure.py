@@ -21,7 +21,7 @@ def test_sleeping_items_measure_faster_with_workers(ds_import: Path) -> None:
     serial = measure_config(target, LoaderConfig(16), NONE, window_s=0.4)
     parallel = measure_config(target, LoaderConfig(16, 4, 2, True), NONE, window_s=0.4)
     assert serial.ok and parallel.ok, (serial.reason, parallel.reason)
-    assert parallel.samples_per_s > 2 * serial.samples_per_s  # the items sleep; workers overlap them
+    assert parallel.samples_per_s > 1.5 * serial.samples_per_s  # the items sleep; workers overlap them
     assert parallel.workers_rss_bytes > 0 and serial.workers_rss_bytes == 0
     assert parallel.time_to_first_batch_s is not None and parallel.restart_s is not None
     assert parallel.steady_batches >= 4

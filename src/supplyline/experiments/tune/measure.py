@@ -40,6 +40,7 @@ class Measurement:
     epoch_runs: list[float] = field(default_factory=list)  # epoch_samples_per_s of each run
     spread: float = 0.0                      # (max - min) / median of the slice rates: the noise
     steady_batches: int = 0
+    main_cpu_per_batch_s: float = 0.0        # main thread's CPU per batch (receiving + the consumer)
     window_samples: int = 0
     window_s: float = 0.0
     restarts_in_window: int = 0              # epochs that ended inside the window (small datasets)
@@ -89,7 +90,8 @@ class Measurement:
                 "reason": self.reason, "samples_per_s": round(self.samples_per_s, 2),
                 "epoch_samples_per_s": round(self.epoch_samples_per_s, 2),
                 "runs_samples_per_s": [round(r, 2) for r in self.runs], "spread": round(self.spread, 4),
-                "steady_batches": self.steady_batches, "restarts_in_window": self.restarts_in_window,
+                "steady_batches": self.steady_batches,
+                "main_cpu_per_batch_s": round(self.main_cpu_per_batch_s, 6), "restarts_in_window": self.restarts_in_window,
                 "time_to_first_batch_s": _round(self.time_to_first_batch_s), "restart_s": _round(self.restart_s),
                 "workers_rss_bytes": self.workers_rss_bytes, "workers_pss_bytes": self.workers_pss_bytes,
                 "worker_rss_max_bytes": self.worker_rss_max_bytes, "main_rss_bytes": self.main_rss_bytes,
@@ -175,6 +177,7 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
         rates.sort()
         result.window_s, result.window_samples = marks[-1]
         result.steady_batches = len(marks) - 1
+        result.main_cpu_per_batch_s = window.main_cpu_s / max(result.steady_batches, 1)
         result.restarts_in_window = len(restarts)
         # The whole window's rate: unbiased however batches bunch up. The slices only say how
         # steady it was; repeats (by the search) take medians.
@@ -217,6 +220,7 @@ class _Window:
     iterator: Any                      # the live iterator (a new one after an epoch end)
     marks: list[tuple[float, int]]     # (steady seconds, cumulative samples) after each batch
     restarts: list[float]              # seconds to the first batch of each new epoch
+    main_cpu_s: float                  # main thread CPU seconds over the steady window
 
 
 def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderConfig, window_s: float,
@@ -229,13 +233,14 @@ def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderCo
     hard_stop = first + max(4 * window_s, 2.0, (warmup_batches + min_steady_batches + 2) * per_batch_guess_s)
     batches = 0
     steady_at: float | None = None
+    cpu_at = 0.0
     marks: list[tuple[float, int]] = []
     samples = 0
     restarts: list[float] = []
     while True:
         now = time.perf_counter()
         if steady_at is None and batches >= warmup_batches and now - first >= 0.15 * window_s:
-            steady_at = now
+            steady_at, cpu_at = now, time.thread_time()
             marks.append((0.0, 0))
         if steady_at is not None:
             clock = now - steady_at
@@ -258,7 +263,7 @@ def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderCo
         if steady_at is not None:
             samples += _batch_len(batch, config.batch_size)
             marks.append((time.perf_counter() - steady_at, samples))
-    return _Window(iterator, marks, restarts)
+    return _Window(iterator, marks, restarts, time.thread_time() - cpu_at if steady_at is not None else 0.0)
 
 
 def _restart_cost(loader: Any, iterator: Any, config: LoaderConfig, first_batch_s: float | None,
