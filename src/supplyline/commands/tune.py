@@ -82,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     cuda = cuda_available()
     options = TuneOptions(batch_sizes=sizes, budget_s=args.budget, cuda=cuda, max_workers=args.max_workers,
                           max_memory_bytes=int(args.max_memory * 1e9) if args.max_memory else None)
-    err = Console(stderr=True)
+    err = Console(stderr=True)  # the bar only where someone watches: a log gets no redraw noise
     with Progress(TextColumn("{task.description:<40}"), BarColumn(), TimeElapsedColumn(),
-                  console=err, transient=True) as progress:
+                  console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("probing the dataset", total=args.budget)
 
         def on_progress(what: str, elapsed: float) -> None:
