@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch
 
+from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -29,7 +30,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
                  what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
-                 sampler_interval_s: float = 0.015) -> None:
+                 sampler_interval_s: float = 0.015, rank: dict[str, Any] | None = None) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
@@ -38,6 +39,8 @@ class DoctorSession:
         self.ctl = Controller()
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
+        self.collectives = CollectiveHooks(self.clock)
+        self.rank = rank  # torchrun's view of this process (doctor/ranks.py), None for one process
         self.sampler = StackSampler(self.clock, sampler_interval_s)
         self.monitor: Any = None
         self.monitor_interval_s = monitor_interval_s
@@ -53,6 +56,8 @@ class DoctorSession:
         self.t0_unix = time.time()
         self.clock.t0 = time.perf_counter()
         self.hooks.install()
+        self.collectives.install()
+        self.hooks.after_backward = self.collectives.take_blocked
         self.ctl.drain_handler = self._drain
         try:
             self.sampler.start()
@@ -77,6 +82,7 @@ class DoctorSession:
         wall = time.perf_counter() - self.clock.t0
         self.clock.finish()
         self.hooks.uninstall()
+        self.collectives.uninstall()
         self.sampler.stop()
         monitor_data = self._stop_monitor()
         return self._build_record(outcome, wall, monitor_data)
@@ -175,8 +181,15 @@ class DoctorSession:
             whatif=self.whatif,
             monitor=monitor_data,
             gpu={"available": torch.cuda.is_available()},
-            notes=self.notes,
+            notes=self.notes + self.collectives.notes,
+            distributed=self._distributed_info(),
         )
+
+    def _distributed_info(self) -> dict[str, Any] | None:
+        c = self.collectives
+        if self.rank is None and not c.ddp_models and not c.direct_calls:
+            return None
+        return {**(self.rank or {}), "collectives": c.summary()}
 
 
 def host_info() -> HostInfo:
