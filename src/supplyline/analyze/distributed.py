@@ -17,7 +17,7 @@ import re
 import statistics
 from typing import Any
 
-from supplyline.analyze.breakdown import PHASE_ORDER, breakdown
+from supplyline.analyze.breakdown import PHASE_ORDER, breakdown, observed_indices
 from supplyline.analyze.report import build_report
 from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
@@ -31,9 +31,16 @@ DOING = {"data_wait": "waits {x} ms per step on its DataLoader", "transfer": "co
          "compute": "computes for {x} ms per step", "logging": "logs and writes synchronously for {x} ms per step",
          "checkpoint": "saves checkpoints for {x} ms per step",
          "other": "spends {x} ms per step in its own code outside the model, the loader and I/O"}
-# A rank is a straggler when its own time exceeds the others' by this share of the step (and 1 ms),
-# and the others' collective wait accounts for at least half of that excess.
-STRAGGLER_MIN_SHARE = 0.10
+# A rank is a straggler when its own time exceeds the others' by this share of the step (and by
+# STRAGGLER_MIN_MS), the others' collective wait accounts for at least half of that excess, and one
+# phase (its cause) explains at least half of it. The all-reduce's own transfer time is collective
+# time on every rank, so small jobs on a slow network do not make a straggler out of noise.
+STRAGGLER_MIN_SHARE = 0.15
+STRAGGLER_MIN_MS = 2.0
+# ... and it must be behind by half that excess in most steps: a rank that is preempted now and then
+# (a shared host) or noise that makes a different rank lead each step is not a persistent straggler.
+STRAGGLER_MIN_LEAD = 0.75
+STRAGGLER_MIN_STEPS = 5
 _RANK_DIR = re.compile(r"rank-(\d+)$")
 
 
@@ -84,6 +91,8 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
     b = breakdown(record)
     d = record.distributed or {}
     phases = {p: (statistics.median(v) * 1e3 if v else 0.0) for p, v in b.per_step_phase_s.items()}
+    idx = observed_indices(record)[0]
+    own_series = [(record.steps["duration_s"][i] - c) * 1e3 for i, c in zip(idx, b.per_step_phase_s["collective"])]
     step_ms = b.step_s_median * 1e3
     rep = build_report(record)
     o = record.outcome
@@ -94,6 +103,7 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
                     "exception_message": o.exception_message, "ended_unix_s": record.created_unix_s},
         "verdict": rep["verdict"], "top_finding": rep["findings"][0] if rep["findings"] else None,
         "collectives": d.get("collectives", {}),
+        "_own_series": own_series,  # per-step own time, aligned across ranks by step index; not saved
     }
 
 
@@ -105,6 +115,8 @@ def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
     active = [row for row in rows if row["steps"] > 0]
     straggler = find_straggler(active)
     crashes = crash_list(rows)
+    for row in rows:
+        del row["_own_series"]
     notes: list[str] = []
     if missing:
         notes.append(f"no record from rank(s) {missing}: killed before writing, or their node's rank-K folders "
@@ -150,10 +162,12 @@ def find_straggler(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     gap = slow["own_ms"] - statistics.median(r["own_ms"] for r in others)
     job_step = statistics.median(r["step_ms"] for r in rows)
     others_wait = statistics.median(r["phase_ms"]["collective"] for r in others)
-    if gap < max(1.0, STRAGGLER_MIN_SHARE * job_step) or others_wait < 0.5 * gap:
+    if gap < max(STRAGGLER_MIN_MS, STRAGGLER_MIN_SHARE * job_step) or others_wait < 0.5 * gap:
         return None
     excess = {p: slow["phase_ms"][p] - statistics.median(r["phase_ms"][p] for r in others) for p in OWN_PHASES}
     phase = max(excess, key=lambda p: excess[p])
+    if excess[phase] < 0.5 * gap or leads_share(slow, others, 0.5 * gap) < STRAGGLER_MIN_LEAD:
+        return None
     theirs = statistics.median(r["phase_ms"][phase] for r in others)
     kind = "all-reduce" if any(r["collectives"].get("ddp_models") for r in rows) else "collectives"
     doing = DOING[phase].format(x=f"{slow['phase_ms'][phase]:.0f}")
@@ -166,6 +180,17 @@ def find_straggler(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
             "expected_speedup_if_fixed": speedup, "its_top_finding": slow["top_finding"]}
 
 
+def leads_share(slow: dict[str, Any], others: list[dict[str, Any]], margin_ms: float) -> float:
+    """Share of the steps (same index on every rank) in which ``slow`` did ``margin_ms`` more own work than
+    every other rank."""
+    series = [r["_own_series"] for r in others]
+    n = min([len(slow["_own_series"]), *(len(s) for s in series)])
+    if n < STRAGGLER_MIN_STEPS:
+        return 0.0
+    leads = sum(1 for i in range(n) if all(slow["_own_series"][i] - s[i] >= margin_ms for s in series))
+    return leads / n
+
+
 def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ranks that did not end cleanly, the first one (by the time its record was written) marked as the cause."""
     failed = [r for r in rows if r["outcome"]["reason"] in ("exception", "terminated", "interrupted")
@@ -175,9 +200,17 @@ def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for i, r in enumerate(failed):
         o = r["outcome"]
         out.append({"rank": r["rank"], "reason": o["reason"], "exit_code": o["exit_code"],
-                    "exception_type": o["exception_type"], "exception_message": o["exception_message"],
+                    "exception_type": o["exception_type"], "exception_message": _first_line(o["exception_message"]),
                     "steps_before": r["steps"], "first": i == 0})
     return out
+
+
+def _first_line(message: str | None, limit: int = 240) -> str | None:
+    """Peers of a crashed rank fail with long transport errors; their first line says enough."""
+    if not message:
+        return message
+    line = message.strip().splitlines()[0]
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def job_verdict(rows: list[dict[str, Any]], straggler: dict[str, Any] | None,

@@ -66,7 +66,8 @@ def launch_ranks(target: Any, out_dir: str, args: argparse.Namespace) -> int:
         code = subprocess.call(argv)
     except KeyboardInterrupt:  # torchrun forwards the signal to the ranks; they write what they measured
         code = 130
-    _merge_if_missing(out_dir, started, args.quiet)
+    if args.node_rank in (None, 0):  # one launcher merges; with static ranks, the first node's
+        _merge_if_missing(out_dir, started, args.quiet)
     return code
 
 

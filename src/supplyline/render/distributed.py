@@ -21,24 +21,31 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     c.print(f"[bold]Job verdict:[/] [bold]{v['bound'].upper()}[/] — {escape(v['sentence'])}")
     rows = report["ranks"]
     shown = [r for r in rows if r["steps"]] if len(rows) <= MAX_RANK_ROWS else []
-    table = Table(show_header=True, header_style="bold", expand=False, title="ms per step (median over steps)")
+    sbs = report["side_by_side"]
+    # Phases no rank spent time in stay out of the table, so it fits a terminal.
+    columns = [p for p in COLUMNS if sbs and (sbs[p]["worst_ms"] >= 0.05 or p in ("data_wait", "compute", "collective"))]
+    nodes = len(job["nodes"]) > 1
+    table = Table(show_header=True, header_style="bold", expand=False,
+                  title="ms per step, median over each rank's steps")
     table.add_column("rank", justify="right")
-    table.add_column("node")
+    if nodes:
+        table.add_column("node")
     table.add_column("steps", justify="right")
     table.add_column("step", justify="right")
-    for p in COLUMNS:
+    for p in columns:
         table.add_column(PHASE_LABEL[p], justify="right")
     straggler = (report["straggler"] or {}).get("rank")
     for r in shown:
         style = "bold red" if r["rank"] == straggler else ""
-        table.add_row(str(r["rank"]), escape(str(r["hostname"])), str(r["steps"]), f"{r['step_ms']:.1f}",
-                      *(f"{r['phase_ms'][p]:.1f}" for p in COLUMNS), style=style)
-    sbs = report["side_by_side"]
+        node = [escape(str(r["hostname"]))] if nodes else []
+        table.add_row(str(r["rank"]), *node, str(r["steps"]), f"{r['step_ms']:.1f}",
+                      *(f"{r['phase_ms'][p]:.1f}" for p in columns), style=style)
     if sbs:
-        table.add_row("median", "", "", f"{sbs['step']['median_ms']:.1f}",
-                      *(f"{sbs[p]['median_ms']:.1f}" for p in COLUMNS), style="dim")
-        table.add_row("worst", "", "", f"{sbs['step']['worst_ms']:.1f} (r{sbs['step']['worst_rank']})",
-                      *(f"{sbs[p]['worst_ms']:.1f} (r{sbs[p]['worst_rank']})" for p in COLUMNS), style="dim")
+        pad = [""] if nodes else []
+        table.add_row("median", *pad, "", f"{sbs['step']['median_ms']:.1f}",
+                      *(f"{sbs[p]['median_ms']:.1f}" for p in columns), style="dim")
+        table.add_row("worst", *pad, "", f"{sbs['step']['worst_ms']:.1f} r{sbs['step']['worst_rank']}",
+                      *(f"{sbs[p]['worst_ms']:.1f} r{sbs[p]['worst_rank']}" for p in columns), style="dim")
         c.print(table)
     for crash in report["crashes"]:
         what = (f"{crash['exception_type']}: {crash['exception_message']}" if crash["exception_type"]
