@@ -174,6 +174,9 @@ def find_straggler(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     sentence = (f"rank {slow['rank']} {doing} (the others "
                 f"{theirs:.0f} ms); the others wait for rank {slow['rank']} in {kind} ({others_wait:.0f} ms per step)")
     speedup = job_step / max(job_step - gap, 1e-9)
+    top = slow["top_finding"] or {}
+    if top.get("expected_speedup"):  # the rank's own what-if bound (its consumer rate) caps the estimate
+        speedup = min(speedup, float(top["expected_speedup"]))
     return {"rank": slow["rank"], "hostname": slow["hostname"], "cause": CAUSE[phase], "phase": phase,
             "phase_ms": slow["phase_ms"][phase], "others_phase_ms": theirs, "own_excess_ms": gap,
             "others_collective_ms": others_wait, "sentence": sentence,
