@@ -119,3 +119,19 @@ def test_a_crashed_rank_is_in_the_report_with_the_others_records(tmp_path):
     ranks = {r["rank"]: r for r in report["ranks"]}
     assert set(ranks) == {0, 1} and ranks[0]["steps"] >= 5  # the survivor's measurements are kept
     assert ranks[0]["outcome"]["reason"] in ("exception", "terminated")
+
+
+def test_records_from_before_the_collective_phase_still_load(straggler_run, tmp_path):
+    from supplyline.analyze.report import build_report
+    from supplyline.record import load_record
+
+    _, out = straggler_run
+    old = load(os.path.join(out, "rank-1", "record.json"))
+    del old["distributed"]
+    del old["steps"]["collective_s"]
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(old))
+    record = load_record(str(path))
+    assert record.distributed is None
+    report = build_report(record)
+    assert report["phase_ms_per_step"]["collective"] == 0.0 and report["verdict"]["bound"] == "input"
