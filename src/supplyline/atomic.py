@@ -18,6 +18,7 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report should read like any file
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -44,3 +45,9 @@ def _silent_unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -139,5 +139,8 @@ def _script_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _is_ours(filename: str) -> bool:
-    return "runpy" in os.path.basename(filename) or f"{os.sep}supplyline{os.sep}" in filename
+    return os.path.basename(filename) == "runpy.py" or os.path.abspath(filename).startswith(_PACKAGE_DIR)

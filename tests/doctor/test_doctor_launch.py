@@ -94,3 +94,29 @@ def test_bad_options(doctor, zoo_path):
     assert doctor("--steps", "0", "x.py").proc.returncode == 2
     run = doctor("--seconds", "-1", "x.py")
     assert run.proc.stderr.strip() == "supplyline doctor: --seconds must be greater than 0"
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_report_and_exit_code(tmp_path):
+    import signal
+    import time
+
+    script = tmp_path / "loop.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\n"
+        "m = nn.Linear(8, 1)\nopt = torch.optim.SGD(m.parameters(), lr=0.1)\n"
+        "print('READY', flush=True)\n"
+        "while True:\n    m(torch.randn(4, 8)).sum().backward(); opt.step(); opt.zero_grad()\n"
+    )
+    out = tmp_path / "report"
+    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "doctor", "--out", str(out), str(script)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "READY"
+    time.sleep(1.0)  # let it train a little; not a timing assertion
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert "KeyboardInterrupt" in err
+    rec = json.loads((out / "record.json").read_text())
+    assert rec["outcome"]["reason"] == "interrupted"
+    assert len(rec["steps"]["duration_s"]) > 0

@@ -109,3 +109,14 @@ def test_data_wait_share_agrees_with_the_scripts_own_meter(doctor, zoo_path):
     theirs = float(line.split("=")[1])
     ours = run.report["phase_share"]["data_wait"]
     assert abs(ours - theirs) <= 0.03, (ours, theirs)
+
+
+def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path):
+    proc = cli(["demo", "--out", str(tmp_path / "r"), "--steps", "25"], cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    rep = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert rep["verdict"]["bound"] == "input"
+    assert rep["findings"][0]["check"] == "dataloader"
+    assert "Verdict" in proc.stderr

@@ -55,7 +55,8 @@ def input_speedup(record: RunRecord, b: Breakdown, workers_before: int, workers_
     consumer = 1.0 / w.compute_only_step_s
     per_process = w.loader_only_batches_per_s / b.batches_per_step / max(workers_before, 1)
     scale = workers_after if scales_past_cores else min(workers_after, record.host.cpu_count)
-    return max(1.0, min(consumer, per_process * max(scale, 1)) / observed)
+    # Never more than removing the whole wait: the observed rest of the step is the consumer's real cost.
+    return max(1.0, min(min(consumer, per_process * max(scale, 1)) / observed, removal_speedup(share)))
 
 
 def _where(lines: list[dict[str, Any]]) -> str:
@@ -103,9 +104,9 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
                "line, GIL check), vectorize Python loops, decode with faster libraries, cache deterministic work.")
         if nw >= cores:
             fix = f"All {cores} cores are already busy preparing data. " + fix
-        out.append(Finding("preprocessing", severity(pshare), share,
-                           base + _where(b.data_wait_lines) + ": the per-sample CPU work is the bottleneck (prep stall)",
-                           fix, gain))
+        ev = (f"the per-sample CPU work is the bottleneck (prep stall): {sig.evidence}" + _where(b.data_wait_lines)
+              if out else base + _where(b.data_wait_lines) + ": the per-sample CPU work is the bottleneck (prep stall)")
+        out.append(Finding("preprocessing", severity(pshare), share, ev, fix, gain))
     return out
 
 
@@ -142,11 +143,21 @@ def checkpoint_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
 def transfer_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
     share = b.phase_share["transfer"]
     t = record.transfers
-    if share < MIN_SHARE or not t.get("copies"):
+    syncs_per_step = record.gpu.get("syncs", 0) / max(len(record.observed_steps), 1)
+    if syncs_per_step >= 1 and record.gpu.get("sync_lines"):
+        top = record.gpu["sync_lines"][0]
+        sync_ev = (f"{syncs_per_step:.1f} host-device synchronizations per step, most at "
+                   f"{os.path.basename(top['file'])}:{top['line']} ({top['count']} times)")
+    else:
+        sync_ev = ""
+    if (share < MIN_SHARE or not t.get("copies")) and not sync_ev:
         return []
+    if not t.get("copies"):
+        return [Finding("transfer", "low", share, sync_ev, "Read values back every N steps (`supplyline.fixes.every`) "
+                        "instead of calling `.item()`/`.cpu()` each step.", None)]
     gbps = t["bytes"] / t["seconds"] / 1e9 if t["seconds"] else 0.0
     ev = (f"{t['copies']} host-to-device copies, {t['bytes'] / 1e6:.0f} MB at {gbps:.1f} GB/s; "
-          f"{t['pageable']} from pageable memory, {t['blocking']} blocking")
+          f"{t['pageable']} from pageable memory, {t['blocking']} blocking" + (f"; {sync_ev}" if sync_ev else ""))
     fix = ("Pin and overlap: DataLoader(..., pin_memory=True) and `x.to(device, non_blocking=True)`; avoid "
            "per-step `.item()`/`.cpu()` that force a sync.")
     return [Finding("transfer", severity(share), share, ev, fix, removal_speedup(share))]

@@ -5,6 +5,7 @@ The report is derived data (schema in docs/report-schema.md); the record stays t
 from __future__ import annotations
 
 import os
+import statistics
 from dataclasses import asdict
 from typing import Any
 
@@ -62,8 +63,31 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "transfers": record.transfers,
         "checkpoints": {"saves": len(record.saves), "seconds": sum(s["duration_s"] for s in record.saves)},
         "outside_steps_s": record.outside_steps_s,
+        "utilization": _utilization(record),
         "notes": notes,
     }
+
+
+def _utilization(record: RunRecord) -> dict[str, Any]:
+    """GPU utilization and total worker CPU over time, with the periodic-drop detector of the monitor
+    (the seed's tip: utilization that keeps dropping from high to low means the GPU waits for data)."""
+    from supplyline.analyze.oscillation import detect_oscillation
+
+    samples = record.monitor.get("samples") or []
+    times = [s["time_unix_s"] for s in samples]
+    out: dict[str, Any] = {"gpu_note": record.monitor.get("gpu_note")}
+    series = {
+        "gpu_util_pct": [statistics.mean(g["util_pct"] for g in s["gpus"] if g.get("util_pct") is not None)
+                         if any(g.get("util_pct") is not None for g in s.get("gpus", [])) else None for s in samples],
+        "workers_cpu_pct": [sum(p["cpu_pct"] for p in s.get("processes", []) if p["role"] != "root") for s in samples],
+    }
+    for name, values in series.items():
+        pts = [(t, v) for t, v in zip(times, values) if v is not None]
+        if len(pts) < 2:
+            continue
+        res = detect_oscillation([v for _, v in pts], timestamps=[t for t, _ in pts])
+        out[name] = {"mean": statistics.mean(v for _, v in pts), "oscillation": asdict(res)}
+    return out
 
 
 def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | None:

@@ -13,8 +13,9 @@ from typing import Any
 
 from supplyline.record import RunRecord
 
-BUSY_WORKER_PCT = 60.0
-IDLE_WORKER_PCT = 30.0
+# Share of the CPU a worker could get (a core, or less when the host is crowded) that it used.
+BUSY_WORKER_SHARE = 0.6
+IDLE_WORKER_SHARE = 0.3
 
 
 @dataclass
@@ -57,32 +58,52 @@ def supply_signal(record: RunRecord) -> SupplySignal:
     if loader is None:
         return SupplySignal(None, "unknown", 0, None, host_busy, None, "no DataLoader was seen", swap)
     if workers == 0:
-        st = record.steps
-        wait = sum(st["data_wait_s"][i] for i in record.observed_steps)
-        cpu = sum(st["data_wait_cpu_s"][i] for i in record.observed_steps)
-        share = cpu / wait if wait > 0 else None
+        share = _trainer_wait_cpu_share(record)
         stall = "unknown" if share is None else "prep" if share >= 0.6 else "fetch" if share <= 0.3 else "mixed"
         ev = (f"num_workers=0: the training thread loads every batch itself and was on the CPU "
-              f"{(share or 0) * 100:.0f}% of its waiting time")
+              f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)")
         return SupplySignal(loader, stall, 0, None, host_busy, share, ev, swap)
-    per_sample = []
+    per_sample, available = [], []
     seen = 0
+    cores = record.host.cpu_count
     for s in samples:
-        kids = [p for p in s.get("processes", []) if p["role"] != "root"]
+        procs = s.get("processes", [])
+        kids = [p for p in procs if p["role"] != "root"]
         seen = max(seen, len(kids))
-        if kids:
-            per_sample.append(sum(p["cpu_pct"] for p in kids))
+        if not kids:
+            continue
+        per_sample.append(sum(p["cpu_pct"] for p in kids))
+        # The CPU a runnable worker could get: a core, or its fair share when more tasks are
+        # runnable than there are cores (a crowded host must not make busy workers look idle).
+        available.append(min(100.0, 100.0 * cores / max(s["cpu"]["load_1m"], 1.0)))
     if not per_sample:
         return SupplySignal(loader, "unknown", seen, None, host_busy, None,
                             "worker CPU was not measured (no host monitor samples)", swap)
     per_worker = statistics.mean(per_sample) / max(workers, 1)
-    saturated = host_busy is not None and host_busy >= 85.0
-    if per_worker >= BUSY_WORKER_PCT or saturated:
+    per_worker_cap = statistics.mean(available)
+    utilization = per_worker / per_worker_cap
+    if utilization >= BUSY_WORKER_SHARE:
         stall = "prep"
-    elif per_worker <= IDLE_WORKER_PCT and not (host_busy is not None and host_busy >= 70.0):
+    elif utilization <= IDLE_WORKER_SHARE:
         stall = "fetch"
     else:
         stall = "mixed"
-    ev = (f"{workers} workers averaged {per_worker:.0f}% of a core each"
-          + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else ""))
+    ev = (f"{workers} workers averaged {per_worker:.0f}% of a core each, {utilization * 100:.0f}% of the CPU "
+          f"they could get" + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else ""))
     return SupplySignal(loader, stall, seen, per_worker, host_busy, None, ev, swap)
+
+
+def _trainer_wait_cpu_share(record: RunRecord) -> float | None:
+    """With num_workers=0: the training thread's CPU/wall ratio while waiting for data, relative to
+    the same ratio over the rest of its steps, so a crowded host does not look like I/O wait."""
+    st = record.steps
+    obs = record.observed_steps
+    wait = sum(st["data_wait_s"][i] for i in obs)
+    if wait <= 0:
+        return None
+    wait_ratio = sum(st["data_wait_cpu_s"][i] for i in obs) / wait
+    rest_wall = sum(st["duration_s"][i] - st["data_wait_s"][i] for i in obs)
+    rest_cpu = sum(st["cpu_s"][i] - st["data_wait_cpu_s"][i] for i in obs) if "cpu_s" in st else 0.0
+    if rest_wall < 0.1 * wait or rest_cpu <= 0:
+        return wait_ratio
+    return min(1.0, wait_ratio / min(1.0, rest_cpu / rest_wall))

@@ -22,6 +22,7 @@ _LIB_DIRS = tuple(
     os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
                                             sysconfig.get_paths()["platlib"]} if p
 )
+_RUNPY = f"{os.sep}runpy.py"
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _COMPUTE_MARKERS = (f"{os.sep}torch{os.sep}nn{os.sep}", f"{os.sep}torch{os.sep}autograd{os.sep}",
                     f"{os.sep}torch{os.sep}optim{os.sep}", f"{os.sep}torch{os.sep}_tensor.py",
@@ -75,7 +76,9 @@ class StackSampler:
         f: FrameType | None = frame
         while f is not None:
             filename = f.f_code.co_filename
-            if user is None and self._is_user(filename):
+            if filename.endswith(_RUNPY):
+                break  # outside the user's program: runpy, our launcher, the console script
+            if user is None and self.is_user_file(filename):
                 user = f
                 if torch_seen:
                     break
@@ -91,7 +94,7 @@ class StackSampler:
                       user.f_code.co_name)
         self.counts[key] += 1
 
-    def _is_user(self, filename: str) -> bool:
+    def is_user_file(self, filename: str) -> bool:
         cached = self._user_cache.get(filename)
         if cached is None:
             if filename.startswith("<"):

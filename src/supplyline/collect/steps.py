@@ -20,9 +20,10 @@ from typing import Any, Callable
 
 PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked", "collective")
 STEP_FIELDS = ("start_s", "duration_s", *(f"{p}_s" for p in PHASES), "batches", "h2d_bytes",
-               "data_wait_cpu_s", "whatif")
+               "data_wait_cpu_s", "cpu_s", "whatif")
 
 _now = time.perf_counter
+_cpu = time.thread_time
 
 
 class StepClock:
@@ -39,6 +40,7 @@ class StepClock:
         self.lead_updater: int | None = None  # id() of the optimizer (or 0 for backward) that marks boundaries
         self.has_optimizer = False
         self.open_start: float | None = None
+        self.open_cpu = 0.0  # the training thread's CPU time when the step opened
         self.updates = 0
         self.acc = dict.fromkeys(PHASES, 0.0)
         self.batches = 0
@@ -138,6 +140,7 @@ class StepClock:
     # -- steps --------------------------------------------------------------------------------
     def _open(self, t: float) -> None:
         self.open_start = t
+        self.open_cpu = _cpu()
         self.updates = 0
         for k in self.acc:
             self.acc[k] = 0.0
@@ -157,6 +160,7 @@ class StepClock:
         s["batches"].append(self.batches)
         s["h2d_bytes"].append(self.h2d_bytes)
         s["data_wait_cpu_s"].append(self.data_wait_cpu)
+        s["cpu_s"].append(_cpu() - self.open_cpu)
         s["whatif"].append(self.whatif_label)
         self.open_start = None
         if self.on_step_closed is not None:

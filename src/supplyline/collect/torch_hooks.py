@@ -97,6 +97,8 @@ class TorchHooks:
         self._dcp_patched = False
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
         self.after_backward: Callable[[], float] | None = None
+        self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
+        self.main_module: Any = None  # the script's __main__ while it runs (runpy restores ours after)
 
     # -- install / uninstall ------------------------------------------------------------------
     def install(self) -> None:
@@ -176,6 +178,8 @@ class TorchHooks:
             dataset_type=type(ds).__qualname__, dataset_len=n, dataset_module=type(ds).__module__,
         )
         self.loaders[id(loader)] = info
+        self.datasets[id(loader)] = ds
+        self.main_module = sys.modules.get("__main__")
         return info
 
     def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:

@@ -20,6 +20,7 @@ import psutil
 import torch
 
 from supplyline.collect.collectives import CollectiveHooks
+from supplyline.collect.cuda_sync import SyncCounter
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -42,6 +43,7 @@ class DoctorSession:
         self.collectives = CollectiveHooks(self.clock)
         self.rank = rank  # torchrun's view of this process (doctor/ranks.py), None for one process
         self.sampler = StackSampler(self.clock, sampler_interval_s)
+        self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
         self.monitor_interval_s = monitor_interval_s
         self.notes: list[str] = []
@@ -59,6 +61,10 @@ class DoctorSession:
         self.collectives.install()
         self.hooks.after_backward = self.collectives.take_blocked
         self.ctl.drain_handler = self._drain
+        try:
+            self.syncs.install()
+        except Exception as exc:  # an old torch without sync debug mode
+            self.notes.append(f"CUDA sync counting unavailable: {exc}")
         try:
             self.sampler.start()
         except Exception as exc:  # pragma: no cover - thread start failing means a broken interpreter
@@ -83,6 +89,7 @@ class DoctorSession:
         self.clock.finish()
         self.hooks.uninstall()
         self.collectives.uninstall()
+        self.syncs.uninstall()
         self.sampler.stop()
         monitor_data = self._stop_monitor()
         return self._build_record(outcome, wall, monitor_data)
@@ -93,7 +100,7 @@ class DoctorSession:
         try:
             self.monitor.stop()
             samples = [s.to_dict() for s in self.monitor.samples]
-            gpu_note = getattr(self.monitor, "gpu_note", None)
+            gpu_note = self.monitor.gpu_status or None
         except Exception as exc:
             self.notes.append(f"host monitor failed: {exc}")
             samples, gpu_note = [], None
@@ -160,7 +167,9 @@ class DoctorSession:
             self.whatif.note = ("the script ended before the what-if phases (use --steps N or --seconds T)"
                                 if self.observed_steps is None else "the loader ran out during the what-if phases")
         lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
-        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other"}
+        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other",
+                                   "tune_command": (self._tune_command(lid, info.batch_size)
+                                                    if lid == self.clock.train_loader else None)}
                    for lid, info in self.hooks.loaders.items()]
         return RunRecord(
             **new_version_fields(),
@@ -180,7 +189,7 @@ class DoctorSession:
             sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples},
             whatif=self.whatif,
             monitor=monitor_data,
-            gpu={"available": torch.cuda.is_available()},
+            gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
             notes=self.notes + self.collectives.notes,
             distributed=self._distributed_info(),
         )
@@ -190,6 +199,24 @@ class DoctorSession:
         if self.rank is None and not c.ddp_models and not c.direct_calls:
             return None
         return {**(self.rank or {}), "collectives": c.summary()}
+
+    def _tune_command(self, loader_id: int, batch_size: int | None) -> str | None:
+        """The exact `supplyline tune MODULE:ATTR` for the training dataset, when it can be located."""
+        dataset = self.hooks.datasets.get(loader_id)
+        if dataset is None:
+            return None
+        saved = sys.modules.get("__main__")
+        try:
+            from supplyline.experiments.tune.locate import tune_command_for
+
+            if self.hooks.main_module is not None:
+                sys.modules["__main__"] = self.hooks.main_module
+            return tune_command_for(dataset, batch_size)
+        except Exception:  # naming the dataset is a convenience; never fail the report over it
+            return None
+        finally:
+            if saved is not None:
+                sys.modules["__main__"] = saved
 
 
 def host_info() -> HostInfo:

@@ -77,6 +77,15 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
         for line in report["top_lines"][:5]:
             c.print(f"  {line['share_of_step_time'] * 100:5.1f}%  {escape(os.path.basename(line['file']))}:{line['line']}"
                     f"  {escape(line['code'])}  [dim]({line['phase']})[/]")
+    util = report.get("utilization") or {}
+    gpu = util.get("gpu_util_pct")
+    if gpu:
+        osc = gpu["oscillation"]
+        c.print(f"\n[bold]GPU[/] utilization {gpu['mean']:.0f}% on average" +
+                (f"; it drops periodically (every {osc['period_s']:.1f} s, busy {osc['duty_cycle'] * 100:.0f}% of the time)"
+                 " — the GPU waits for its supply" if osc["oscillates"] else ""))
+    elif util.get("gpu_note"):
+        c.print(f"[dim]GPU: {escape(util['gpu_note'])}[/]")
     for note in report["notes"]:
         c.print(f"[dim]note: {escape(note)}[/]")
     c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, trace.json)")

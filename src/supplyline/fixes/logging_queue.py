@@ -1,0 +1,107 @@
+"""Take slow log handlers (files on a busy disk, fsync-ing handlers, network handlers) off the
+training thread: the thread only puts records on a queue and a listener thread does the I/O.
+
+    from supplyline.fixes import async_logging
+    async_logging()          # after logging.basicConfig(...) / your handler set-up
+
+Queued records are written out on a normal exit, on an uncaught exception and on SIGTERM, so
+nothing is lost on those endings. SIGKILL and ``os._exit`` skip every clean-up and can still
+lose the last queued lines.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from logging.handlers import QueueHandler, QueueListener
+from types import TracebackType
+from typing import Iterable
+
+from supplyline.errors import UserError
+from supplyline.fixes import _exit
+
+_active: dict[str, "AsyncLogging"] = {}
+_active_lock = threading.Lock()
+
+
+class AsyncLogging:
+    """A logger whose handlers run on a listener thread; ``stop()`` flushes and puts them back."""
+
+    def __init__(self, logger: logging.Logger, handlers: list[logging.Handler],
+                 detached: list[logging.Handler]) -> None:
+        self.logger = logger
+        self.handlers = handlers
+        self._detached = detached  # handlers we took off the logger, to restore on stop()
+        # SimpleQueue.put is one C call, so a SIGTERM handler interrupting the training thread
+        # mid-log can still enqueue the listener's stop sentinel without deadlocking on a lock.
+        self.queue: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+        self.queue_handler = QueueHandler(self.queue)
+        self.listener = QueueListener(self.queue, *handlers, respect_handler_level=True)
+        self._stopped = False
+
+    def start(self) -> "AsyncLogging":
+        self.listener.start()
+        for handler in self._detached:
+            self.logger.removeHandler(handler)
+        self.logger.addHandler(self.queue_handler)
+        _exit.register(self.stop)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return not self._stopped
+
+    def stop(self) -> None:
+        """Write out every queued record, stop the listener and restore the original handlers.
+
+        Safe to call more than once; called for you at exit and on SIGTERM.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        _exit.unregister(self.stop)
+        self.logger.removeHandler(self.queue_handler)
+        self.listener.stop()  # enqueues a sentinel and joins: every earlier record is handled
+        for handler in self._detached:
+            self.logger.addHandler(handler)
+        for handler in self.handlers:
+            handler.flush()
+        with _active_lock:
+            if _active.get(self.logger.name) is self:
+                del _active[self.logger.name]
+
+    def __enter__(self) -> "AsyncLogging":
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def async_logging(logger: logging.Logger | str | None = None,
+                  handlers: Iterable[logging.Handler] | None = None) -> AsyncLogging:
+    """Move ``logger``'s handlers (the root logger's by default) behind a queue.
+
+    ``handlers``: the handlers to run on the listener thread; by default all of the logger's
+    current ones. Handlers passed here that are attached to the logger are taken off it.
+    Each handler keeps its own level. Calling this again for the same logger returns the
+    running handle unchanged. Records that propagate to ancestor loggers still reach those
+    ancestors' handlers synchronously: make the ancestor (usually root) async instead.
+    """
+    target = logging.getLogger(logger) if isinstance(logger, str) or logger is None else logger
+    with _active_lock:
+        existing = _active.get(target.name)
+        if existing is not None:
+            return existing
+        attached = list(target.handlers)
+        chosen = attached if handlers is None else list(handlers)
+        chosen = [h for h in chosen if not isinstance(h, QueueHandler)]
+        if not chosen:
+            name = "the root logger" if target is logging.getLogger() else f"logger {target.name!r}"
+            raise UserError(f"async_logging: {name} has no handlers to move; call "
+                            "logging.basicConfig(...) or add your handlers first, or pass handlers=[...]")
+        detached = [h for h in chosen if h in attached]
+        handle = AsyncLogging(target, chosen, detached).start()
+        _active[target.name] = handle
+    return handle
+

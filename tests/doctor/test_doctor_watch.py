@@ -1,0 +1,33 @@
+"""The library form: ``with supplyline.watch() as run`` around a loop gives the same record."""
+from __future__ import annotations
+
+import json
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+import supplyline
+
+
+def test_watch_records_steps_and_stops_early(tmp_path):
+    model = nn.Linear(16, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(400, 16), torch.randint(0, 2, (400,))), batch_size=4)
+    seen = 0
+    with supplyline.watch(out=str(tmp_path), steps=20, what_if=False, quiet=True):
+        for x, y in loader:
+            seen += 1
+            nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+    assert seen == 20  # the 21st fetch closes step 20 and stops the loop before it returns a batch
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["target"]["kind"] == "library"
+    assert len(record["steps"]["duration_s"]) == 20
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["outcome"]["reason"] == "stopped"
+    # the hooks are gone afterwards
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    assert "supplyline" not in getattr(_BaseDataLoaderIter.__next__, "__module__", "")
