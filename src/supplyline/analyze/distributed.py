@@ -149,7 +149,8 @@ def side_by_side(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             continue
         values = [(get(r), r["rank"]) for r in rows]
         worst, worst_rank = max(values)
-        out[name] = {"median_ms": statistics.median(v for v, _ in values), "worst_ms": worst, "worst_rank": worst_rank}
+        out[name] = {"median_ms": statistics.median(v for v, _ in values), "worst_ms": worst,
+                     "worst_rank": worst_rank if worst > 0 else None}
     return out
 
 

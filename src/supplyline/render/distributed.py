@@ -44,8 +44,8 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
         pad = [""] if nodes else []
         table.add_row("median", *pad, "", f"{sbs['step']['median_ms']:.1f}",
                       *(f"{sbs[p]['median_ms']:.1f}" for p in columns), style="dim")
-        table.add_row("worst", *pad, "", f"{sbs['step']['worst_ms']:.1f} r{sbs['step']['worst_rank']}",
-                      *(f"{sbs[p]['worst_ms']:.1f} r{sbs[p]['worst_rank']}" for p in columns), style="dim")
+        table.add_row("worst", *pad, "", _worst(sbs["step"]),
+                      *(_worst(sbs[p]) for p in columns), style="dim")
         c.print(table)
     for crash in report["crashes"]:
         what = (f"{crash['exception_type']}: {crash['exception_message']}" if crash["exception_type"]
@@ -55,3 +55,8 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     for note in report["notes"]:
         c.print(f"[dim]note: {escape(note)}[/]")
     c.print(f"\nMerged report: {escape(out_dir)}/report.json · per rank: {escape(out_dir)}/rank-K/")
+
+
+def _worst(cell: dict[str, Any]) -> str:
+    rank = cell["worst_rank"]
+    return f"{cell['worst_ms']:.1f}" + (f" r{rank}" if rank is not None else "")
