@@ -50,6 +50,7 @@ if __name__ == "__main__":
     data = Samples(a.samples, a.slow_ms / 1e3 if rank == a.slow_rank else 0.0)
     sampler = DistributedSampler(data, shuffle=True, seed=0)
     loader = DataLoader(data, batch_size=8, sampler=sampler)
+    started = time.perf_counter()
     for epoch in range(a.epochs):
         sampler.set_epoch(epoch)
         for step, (x, y) in enumerate(loader):
@@ -59,6 +60,6 @@ if __name__ == "__main__":
             opt.zero_grad()
             loss.backward()
             opt.step()
-    print(f"rank {rank} final loss {loss.item():.4f}")
+    print(f"rank {rank} final loss {loss.item():.4f} loop_s {time.perf_counter() - started:.4f}")
     if a.destroy:
         dist.destroy_process_group()
