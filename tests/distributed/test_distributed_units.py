@@ -135,3 +135,21 @@ def test_merge_without_rank_records_is_one_clear_line(tmp_path):
     assert "no rank records" in proc.stderr
     missing = run(supplyline("merge", str(tmp_path / "nope")), str(tmp_path))
     assert missing.returncode == 2 and "no such directory" in missing.stderr
+
+
+def test_the_first_failure_is_the_cause_not_the_peers_that_lost_it():
+    from supplyline.analyze.distributed import crash_list
+
+    def row(rank: int, reason: str, exc: str | None, message: str | None, ended: float) -> dict:
+        return {"rank": rank, "steps": 9, "outcome": {"reason": reason, "exit_code": 1 if exc else 0,
+                                                      "exception_type": exc, "exception_message": message,
+                                                      "ended_unix_s": ended}}
+
+    peer = ("Got the following error when running the callback: RuntimeError: [pair.cc:553] Connection closed by "
+            "peer [127.0.0.1]:2966. This is typically caused by a remote worker crashing.\n\nAt:\n  x.py(1): f")
+    rows = [row(0, "exception", "RuntimeError", peer, 10.0), row(1, "exception", "ValueError", "bad batch", 11.0),
+            row(2, "terminated", "Terminated", "stopped by SIGTERM", 12.0), row(3, "stopped", None, None, 9.0)]
+    crashes = crash_list(rows)
+    assert [c["rank"] for c in crashes] == [1, 2, 0] and [c["first"] for c in crashes] == [True, False, False]
+    assert crashes[2]["exception_message"].startswith("[pair.cc:553] Connection closed by peer")
+    assert "\n" not in crashes[2]["exception_message"]

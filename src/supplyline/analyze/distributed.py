@@ -196,10 +196,11 @@ def leads_share(slow: dict[str, Any], others: list[dict[str, Any]], margin_ms: f
 
 
 def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ranks that did not end cleanly, the first one (by the time its record was written) marked as the cause."""
+    """Ranks that did not end cleanly, the cause first: a rank's own failure before a signal before a
+    peer's transport error (those follow from the first), then by the time each record was written."""
     failed = [r for r in rows if r["outcome"]["reason"] in ("exception", "terminated", "interrupted")
               or r["outcome"]["exit_code"] not in (0, None)]
-    failed.sort(key=lambda r: (r["outcome"]["reason"] == "terminated", r["outcome"]["ended_unix_s"]))
+    failed.sort(key=lambda r: (_consequence_rank(r["outcome"]), r["outcome"]["ended_unix_s"]))
     out = []
     for i, r in enumerate(failed):
         o = r["outcome"]
@@ -209,11 +210,25 @@ def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+_PEER_LOST = ("closed by peer", "reset by peer", "remote worker crashing", "Broken pipe", "NCCL communicator was aborted")
+_CALLBACK_PREFIX = "Got the following error when running the callback: "
+
+
+def _consequence_rank(outcome: dict[str, Any]) -> int:
+    """0: the rank's own failure; 1: stopped by a signal (the launcher, or a scheduler); 2: lost its peer."""
+    message = outcome.get("exception_message") or ""
+    if any(marker in message for marker in _PEER_LOST):
+        return 2
+    return 1 if outcome["reason"] in ("terminated", "interrupted") else 0
+
+
 def _first_line(message: str | None, limit: int = 240) -> str | None:
     """Peers of a crashed rank fail with long transport errors; their first line says enough."""
     if not message:
         return message
     line = message.strip().splitlines()[0]
+    while _CALLBACK_PREFIX in line:  # errors raised through future callbacks are wrapped once per callback
+        line = line.split(_CALLBACK_PREFIX, 1)[1].removeprefix("RuntimeError: ")
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

@@ -84,7 +84,7 @@ def sigterm_raises() -> Iterator[None]:
     torchrun gives its workers 30 s between SIGTERM and SIGKILL: plenty for one record.
     """
     def handler(signum: int, frame: Any) -> None:
-        raise Terminated("stopped by the launcher (SIGTERM), most likely because another rank failed")
+        raise Terminated("stopped by SIGTERM (torchrun sends it when another rank fails; so do schedulers)")
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
