@@ -23,8 +23,8 @@ def add_launcher_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--nnodes", default="1", metavar="N", help="machines in the job, or MIN:MAX (default: %(default)s)")
     g.add_argument("--node-rank", type=int, metavar="K", help="this machine's index (static rendezvous)")
     g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous address, needed with --nnodes > 1")
-    g.add_argument("--rdzv-backend", default="c10d", help="rendezvous backend (default: %(default)s)")
-    g.add_argument("--rdzv-id", default="supplyline", help="job id shared by all nodes (default: %(default)s)")
+    g.add_argument("--rdzv-backend", default="c10d", metavar="NAME", help="rendezvous backend (default: %(default)s)")
+    g.add_argument("--rdzv-id", default="supplyline", metavar="ID", help="job id shared by all nodes (default: %(default)s)")
 
 
 def torchrun_argv(target: Any, out_dir: str, args: argparse.Namespace) -> list[str]:
