@@ -28,7 +28,7 @@ from typing import Any, Iterator, Mapping
 
 from supplyline.record import RunRecord
 
-GATHER_TIMEOUT_S = 60.0
+GATHER_TIMEOUT_S = 180.0  # covers a slow rank still draining its loader in the what-if phase
 
 
 @dataclass
