@@ -31,7 +31,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
                  what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
-                 sampler_interval_s: float = 0.015, rank: dict[str, Any] | None = None) -> None:
+                 sampler_interval_s: float = 0.02, rank: dict[str, Any] | None = None) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
@@ -186,7 +186,9 @@ class DoctorSession:
             saves=[asdict(s) for s in self.hooks.saves],
             logging_calls=self.hooks.logging_calls,
             line_samples=lines,
-            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples},
+            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples,
+                     "cpu_s": self.sampler.cpu_s,
+                     "monitor_cpu_s": getattr(self.monitor, "sampler_cpu_s", None)},
             whatif=self.whatif,
             monitor=monitor_data,
             gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
