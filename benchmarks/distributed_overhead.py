@@ -1,6 +1,11 @@
-"""Cost of the doctor on a DDP job: the same 2-rank gloo job under plain torchrun and under
-`supplyline doctor --nproc-per-node 2`, alternated, timed by the script itself (its training loop,
-rank 0). Prints the ratio doctor/plain per round and the median. Run: python benchmarks/distributed_overhead.py
+"""Cost of the doctor on a DDP job, as ratios.
+
+1. The same 2-rank gloo job under plain torchrun and under `supplyline doctor --nproc-per-node 2`,
+   alternated, timed by the script itself (its training loop, rank 0).
+2. The timed communication hook alone: one process (a gloo world of one), DDP's built-in C++
+   all-reduce vs our Python hook around the same all-reduce, alternated in the same process.
+
+Run: PYTHONPATH=src python benchmarks/distributed_overhead.py [ROUNDS]
 """
 from __future__ import annotations
 
@@ -38,5 +43,45 @@ def main(rounds: int = 3) -> None:
     print(f"median ratio doctor/plain: {statistics.median(ratios):.3f} (400 DDP steps per rank, 2 ranks, gloo, CPU)")
 
 
+def hook_only(rounds: int, steps: int = 300) -> None:
+    import socket
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    sys.path.insert(0, os.path.join(HERE, "..", "src"))
+    from supplyline.collect.collectives import BucketTimer, TimedCommHook, timed_allreduce
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=0, world_size=1)
+
+    def run(timed: bool) -> float:
+        model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4)))
+        if timed:
+            model.register_comm_hook(TimedCommHook(BucketTimer(), model.process_group), timed_allreduce)
+        x, y = torch.randn(8, 64), torch.randint(0, 4, (8,))
+        t = time.perf_counter()
+        for _ in range(steps):
+            nn.functional.cross_entropy(model(x), y).backward()
+        return (time.perf_counter() - t) / steps
+
+    ratios = []
+    for _ in range(rounds):
+        builtin, timed = run(False), run(True)
+        ratios.append(timed / builtin)
+        print(f"backward+all-reduce: built-in {builtin * 1e3:.3f} ms, timed hook {timed * 1e3:.3f} ms, "
+              f"ratio {timed / builtin:.3f}")
+    print(f"median ratio timed hook/built-in: {statistics.median(ratios):.3f} ({steps} backwards, world of one)")
+    dist.destroy_process_group()
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    hook_only(n)
+    main(n)

@@ -27,6 +27,7 @@ import torch.distributed as dist
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
+_all_reduce = dist.all_reduce  # bound before CollectiveHooks wraps it: DDP's own all-reduce is timed per bucket
 
 # Synchronous collectives a training loop calls directly (metrics, early-stop flags, barriers).
 DIRECT_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
@@ -67,28 +68,39 @@ class BucketTimer:
 
 
 class TimedCommHook:
-    """DDP's state for ``timed_allreduce``: the hook to run (DDP's default all-reduce or the user's own)."""
+    """DDP's state for ``timed_allreduce``: the process group, and the user's own hook if they register one."""
 
     def __init__(self, timer: BucketTimer, state: Any) -> None:
-        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-
         self.timer = timer
-        self.inner: Callable[[Any, Any], Any] = default_hooks.allreduce_hook
+        self.inner: Callable[[Any, Any], Any] | None = None  # None: DDP's default all-reduce, inlined below
         self.state = state
 
 
 def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
     """The hook DDP calls per gradient bucket. Unannotated on purpose: DDP checks annotations
-    against the real types, and ``from __future__ import annotations`` would make them strings."""
+    against the real types, and ``from __future__ import annotations`` would make them strings.
+
+    The default case does what ``default_hooks.allreduce_hook`` does (average, all-reduce) with one
+    Python callback instead of two: the callback is the completion stamp.
+    """
     timer = timed.timer
-    if bucket.buffer().is_cuda:
+    buffer = bucket.buffer()
+    if buffer.is_cuda:
         timer.cuda_seen = True
     timer.launched()
-    fut = timed.inner(timed.state, bucket)
+    if timed.inner is not None:
+        def stamp_user(done):  # type: ignore[no-untyped-def]
+            timer.completed()
+            return done.value()
+
+        return timed.inner(timed.state, bucket).then(stamp_user)
+    group = timed.state if timed.state is not None else dist.group.WORLD
+    buffer.div_(group.size())
+    fut = _all_reduce(buffer, group=group, async_op=True).get_future()
 
     def stamp(done):  # type: ignore[no-untyped-def]
         timer.completed()
-        return done.value()
+        return done.value()[0]
 
     return fut.then(stamp)
 
