@@ -86,24 +86,31 @@ def test_healthy_job_run_to_its_end_has_no_straggler(tmp_path):
 
 
 def test_two_nodes_on_one_machine_give_the_same_merged_report(tmp_path):
-    out = str(tmp_path / "report")
+    """Two launchers rendezvous on localhost (c10d), each with its own --out as on two machines without a
+    shared filesystem: rank 0 gathers the other node's record over torch.distributed and merges."""
+    from conftest import child_env
+
+    outs = [str(tmp_path / f"node{n}") for n in (0, 1)]
     endpoint = f"127.0.0.1:{free_port()}"
     procs = []
     for node in (0, 1):
         argv = supplyline("doctor", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", str(node),
                           "--rdzv-endpoint", endpoint, "--rdzv-id", "two-nodes", "--steps", "20", "--no-what-if",
-                          "--out", out, TRAIN, "--slow-rank", "1", "--slow-ms", "3")
-        from conftest import child_env
-
+                          "--out", outs[node], TRAIN, "--slow-rank", "1", "--slow-ms", "3")
         procs.append(subprocess.Popen(argv, cwd=str(tmp_path), env=child_env(), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     outputs = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
-    report = load(os.path.join(out, "report.json"))
-    assert report["job"]["world_size"] == 2
+    # c10d assigns group ranks by arrival: rank 0 may live on either launcher.
+    merged = [o for o in outs if os.path.exists(os.path.join(o, "report.json"))]
+    assert len(merged) == 1, outputs
+    report = load(os.path.join(merged[0], "report.json"))
+    assert report["job"]["world_size"] == report["job"]["ranks_reported"] == 2 and report["missing_ranks"] == []
     assert sorted(r["node_rank"] for r in report["ranks"]) == [0, 1]
     assert report["straggler"] is not None and report["straggler"]["rank"] == 1
     assert report["straggler"]["cause"] == "input"
+    other = outs[1 - outs.index(merged[0])]
+    assert os.listdir(other) == ["rank-1"] and "run `supplyline merge" in "".join(e for _, e in outputs)
 
 
 def test_a_crashed_rank_is_in_the_report_with_the_others_records(tmp_path):

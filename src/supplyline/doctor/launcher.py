@@ -66,14 +66,13 @@ def launch_ranks(target: Any, out_dir: str, args: argparse.Namespace) -> int:
         code = subprocess.call(argv)
     except KeyboardInterrupt:  # torchrun forwards the signal to the ranks; they write what they measured
         code = 130
-    if args.node_rank in (None, 0):  # one launcher merges; with static ranks, the first node's
-        _merge_if_missing(out_dir, started, args.quiet)
+    _merge_if_missing(out_dir, started, args.quiet)
     return code
 
 
 def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
-    """If no rank could merge (records on another node, a crash), merge what this node has."""
-    from supplyline.analyze.distributed import is_distributed_dir, merge_dir
+    """If no rank merged (a crash, records split across nodes), merge here when every rank's record is here."""
+    from supplyline.analyze.distributed import is_distributed_dir, load_rank_records, merge_dir
     from supplyline.render.distributed import render_merged
 
     merged = os.path.join(out_dir, "report.json")
@@ -82,6 +81,13 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
     if os.path.exists(merged) and os.path.getmtime(merged) >= started:
         return
     try:
+        records, _ = load_rank_records(out_dir)
+        world = int((next(iter(records.values())).distributed or {}).get("world_size") or len(records))
+        if len(records) < world:
+            print(f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
+                  f"report is on the node of rank 0, or copy every node's rank-K folders here and run "
+                  f"`supplyline merge {out_dir}`", file=sys.stderr)
+            return
         report = merge_dir(out_dir)
     except UserError as exc:
         print(f"supplyline doctor: {exc}", file=sys.stderr)
