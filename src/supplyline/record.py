@@ -91,6 +91,8 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+        if not isinstance(data, dict):
+            raise UserError("not a supplyline run record (expected a JSON object)")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise UserError(f"record schema version {version} is not supported (this supplyline reads {SCHEMA_VERSION})")
@@ -102,7 +104,10 @@ class RunRecord:
                     continue  # a field added later, with a default: older records still load
                 raise UserError(f"record is missing '{f.name}'")
             value = data[f.name]
-            kwargs[f.name] = nested[f.name](**value) if f.name in nested else value
+            try:
+                kwargs[f.name] = nested[f.name](**value) if f.name in nested else value
+            except TypeError as exc:  # a hand-edited or foreign file: one line, not a traceback
+                raise UserError(f"record field '{f.name}' is malformed ({exc})") from exc
         return cls(**kwargs)
 
     def save(self, directory: str) -> str:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from supplyline.analyze.breakdown import Breakdown
+from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.supply import SupplySignal
 from supplyline.record import RunRecord
 
@@ -82,7 +83,7 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
     out: list[Finding] = []
     nw = loader["num_workers"]
     if sig.stall == "fetch":
-        more = max(nw * 2, cores * 2, 4)
+        more = fetch_stall_workers(nw, cores)
         gain = input_speedup(record, b, nw, more, scales_past_cores=True)
         out.append(Finding("storage", severity(share), share, base + _where(b.data_wait_lines) +
                            ": workers are idle while the trainer waits, so they wait on reads (fetch stall)",
@@ -91,7 +92,7 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
                            f"(`supplyline pack`), or stage the dataset in RAM (`supplyline stage`); diagnose the storage "
                            f"with `supplyline disk DATA_DIR`.", gain))
         return out
-    suggested = max(1, min(cores, 8)) if nw < cores else nw
+    suggested = prep_stall_workers(nw, cores)
     gain = input_speedup(record, b, nw, max(suggested, nw), scales_past_cores=False)
     persistent = "" if loader["persistent_workers"] or nw == 0 else ", persistent_workers=True"
     if nw == 0 or nw < cores:

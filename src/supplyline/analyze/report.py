@@ -11,8 +11,10 @@ from typing import Any
 
 from supplyline.analyze.breakdown import breakdown
 from supplyline.analyze.findings import all_findings, verdict
+from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import supply_signal
-from supplyline.record import RunRecord
+from supplyline.errors import UserError
+from supplyline.record import RunRecord, load_record
 
 REPORT_VERSION = 1
 
@@ -58,6 +60,9 @@ def build_report(record: RunRecord) -> dict[str, Any]:
             "consumer_bound_speedup": (consumer_rate / observed_rate if consumer_rate and observed_rate else None),
         },
         "dataloader": _loader_facts(loader, sig),
+        "dataloader_recommended": recommended_loader(
+            loader, sig.stall, record.host.cpu_count, record.host.cuda_available,
+            input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings)),
         "top_lines": [{**l, "file": l["file"]} for l in b.top_lines],
         "data_wait_lines": b.data_wait_lines,
         "transfers": record.transfers,
@@ -66,6 +71,15 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "utilization": _utilization(record),
         "notes": notes,
     }
+
+
+def report_from_saved(path: str) -> tuple[RunRecord, dict[str, Any]]:
+    """Load a saved record and analyse it; a record that parses but does not add up is one line."""
+    record = load_record(path)
+    try:
+        return record, build_report(record)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as exc:
+        raise UserError(f"the run record at {path} is inconsistent ({type(exc).__name__}: {exc})") from exc
 
 
 def _utilization(record: RunRecord) -> dict[str, Any]:

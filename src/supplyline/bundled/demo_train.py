@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
     args = parser.parse_args()
+    # One intra-op thread for this tiny model: extra OpenMP threads only spin on a small machine.
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(),
                           nn.Linear(128, 10))

@@ -50,6 +50,9 @@ class StepClock:
         self.phase: str | None = None  # current outer phase, read by the stack sampler
         self.whatif_label = 0.0  # 0 observed, 1 compute-only replay
         self.on_step_closed = on_step_closed
+        # True when a framework's callbacks mark the steps (supplyline.integrations): hooks then only
+        # accumulate phase times, and ``external_boundary`` closes one step and opens the next.
+        self.external = False
 
     # -- phases -------------------------------------------------------------------------------
     def enter(self, phase: str) -> float:
@@ -77,10 +80,14 @@ class StepClock:
         previous, self.last_fetch_loader = self.last_fetch_loader, loader_id
         train = self.train_loader
         if train is not None and loader_id != train:
-            if self.open_start is not None and self.updates:
+            if self.open_start is not None and self.updates and not self.external:
                 self._close(t)
             self.open_start = None  # an eval loop: its time stays outside the steps
             return False
+        if self.external:
+            if self.open_start is None:
+                self._open(t)  # training resumes after an eval loop or a pause: a new step starts here
+            return True
         if self.open_start is not None and self.updates:
             self._close(t)
             self._open(t)
@@ -107,6 +114,9 @@ class StepClock:
             self.has_optimizer = True
         elif self.has_optimizer:
             return
+        if self.external:
+            self.updates += 1  # counted only; the framework's callback marks the boundary
+            return
         if self.train_loader is None and self.last_fetch_loader is not None:
             self.train_loader = self.last_fetch_loader
         if self.train_loader is None:
@@ -122,6 +132,7 @@ class StepClock:
             return
         self.updates += 1
 
+<<<<<<< HEAD
     def add_collective(self, blocked_s: float) -> None:
         """Time the training thread sat in a backward waiting for DDP's gradient all-reduce.
 
@@ -133,6 +144,22 @@ class StepClock:
         moved = min(blocked_s, acc["compute_hooked"])
         acc["compute_hooked"] -= moved
         acc["collective"] += moved
+=======
+    def external_boundary(self) -> None:
+        """A framework finished one training step (Lightning's on_train_batch_end, the HF Trainer's
+        on_step_end): close the open step here and open the next one."""
+        t = _now()
+        if self.train_loader is None and self.last_fetch_loader is not None:
+            self.train_loader = self.last_fetch_loader
+        if self.open_start is not None:
+            self.updates = max(self.updates, 1)
+            self._close(t)
+        self._open(t)
+
+    def external_pause(self) -> None:
+        """Training pauses (validation, epoch end): drop the partial step; the next training fetch reopens one."""
+        self.open_start = None
+>>>>>>> main
 
     def add_h2d(self, nbytes: int) -> None:
         self.h2d_bytes += nbytes
@@ -168,9 +195,9 @@ class StepClock:
 
     def finish(self) -> None:
         """At the end of the run: a step with an update in it is complete; a partial one is dropped."""
-        if self.open_start is not None and self.updates:
+        if self.open_start is not None and self.updates and not self.external:
             self._close(_now())
-        self.open_start = None
+        self.open_start = None  # with external boundaries, what follows the last boundary is not a step
 
     @property
     def step_count(self) -> int:

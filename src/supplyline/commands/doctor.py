@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -19,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="skip the what-if phases (compute-only replay, loader-only drain) after the observed steps")
     p.add_argument("--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)")
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
+    p.add_argument("--live", action="store_true",
+                   help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)")
     from supplyline.doctor.launcher import add_launcher_arguments
 
     add_launcher_arguments(p)
@@ -66,6 +69,16 @@ def _check_writable(out_dir: str) -> None:
         raise UserError(f"the report directory {out_dir} is not writable")
 
 
+def _start_live(session, title: str):  # type: ignore[no-untyped-def]
+    from supplyline.render.live import LiveView
+
+    view = LiveView(title, session.clock, lambda: session.monitor)
+    if view.start():
+        return view
+    print("supplyline doctor: --live needs a terminal on stderr; the summary follows at the end", file=sys.stderr)
+    return None
+
+
 def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:  # type: ignore[no-untyped-def]
     from supplyline.doctor.output import write_outputs
     from supplyline.doctor.ranks import rank_dir, sigterm_raises
@@ -80,11 +93,14 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
                             what_if_steps=args.what_if_steps, rank=rank.to_dict() if rank else None)
     session.start()
-    if rank is not None:
-        with sigterm_raises():
+    live = _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name) if args.live else None
+    guard = sigterm_raises() if rank is not None else contextlib.nullcontext()
+    try:
+        with guard:
             outcome = run_target(target)
-    else:
-        outcome = run_target(target)
+    finally:
+        if live is not None:
+            live.stop()
     if outcome.exception_type == "Terminated":
         outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
         print(f"supplyline doctor: rank {rank.rank if rank else '?'}: {outcome.exception_message}", file=sys.stderr)

@@ -88,4 +88,4 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
         c.print(f"[dim]GPU: {escape(util['gpu_note'])}[/]")
     for note in report["notes"]:
         c.print(f"[dim]note: {escape(note)}[/]")
-    c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, trace.json)")
+    c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, report.html, trace.json)")

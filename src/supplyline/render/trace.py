@@ -1,8 +1,10 @@
 """Chrome trace events (open in Perfetto or chrome://tracing): steps with nested phase slices on
-the training thread's track, counter tracks for CPU, disk and GPU, and named worker processes.
+the training thread's track, counter tracks for CPU, memory, disk and GPU, and named worker processes.
 
 Phase slices inside a step are laid end to end in a fixed order: hooks give each phase's total
-per step, not its exact position, and the trace says so in its metadata.
+per step, not its exact position, and the trace says so in its metadata. Times are whole
+microseconds since the run started: integer arithmetic keeps a slice's end exactly within its
+parent's (float sums can pass it by an ulp, and viewers then un-nest the slice).
 """
 from __future__ import annotations
 
@@ -13,40 +15,65 @@ from supplyline.analyze.breakdown import breakdown
 from supplyline.record import RunRecord
 
 TRAIN_TID = 1
+GIB = 2**30
+
+
+def _us(seconds: float) -> int:
+    return int(round(seconds * 1e6))
+
+
+def trainer_pid(record: RunRecord) -> int:
+    """The watched process's real pid when the monitor saw it (keeps worker pids distinct), else a stand-in."""
+    for s in record.monitor.get("samples") or []:
+        for p in s.get("processes", []):
+            if p["role"] == "root":
+                return int(p["pid"])
+    return os.getpid() if record.target.kind == "library" else 1
 
 
 def build_trace(record: RunRecord) -> dict[str, Any]:
-    pid = os.getpid() if record.target.kind == "library" else 1
+    pid = trainer_pid(record)
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"trainer: {record.target.name}"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 0}},
         {"ph": "M", "name": "thread_name", "pid": pid, "tid": TRAIN_TID, "args": {"name": "training thread"}},
     ]
+    events.extend(_steps(record, pid))
+    events.extend(_counters(record, pid))
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "metadata": {"source": "supplyline", "note": "phase slices are per-step totals laid end to end"}}
+
+
+def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
     b = breakdown(record)
     st = record.steps
-    kept = set(record.observed_steps)
-    idx_pos = {i: k for k, i in enumerate(sorted(kept)[b.warmup_steps_excluded:])}
+    observed = record.observed_steps
+    kept = set(observed)
+    idx_pos = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded:])}
+    out: list[dict[str, Any]] = []
     for i, (start, dur) in enumerate(zip(st["start_s"], st["duration_s"])):
-        ts = start * 1e6
-        label = "step" if i in kept else "what-if step (compute-only replay)"
-        events.append({"ph": "X", "name": label, "cat": "step", "pid": pid, "tid": TRAIN_TID, "ts": ts,
-                       "dur": dur * 1e6, "args": {"index": i, "batches": st["batches"][i]}})
+        ts, end = _us(start), _us(start + dur)
         pos = idx_pos.get(i)
+        label = "step" if pos is not None else "warm-up step" if i in kept else "what-if step (compute-only replay)"
+        out.append({"ph": "X", "name": label, "cat": "step", "pid": pid, "tid": TRAIN_TID, "ts": ts,
+                    "dur": end - ts, "args": {"index": i, "batches": st["batches"][i]}})
         if pos is None:
             continue
         cursor = ts
         for phase, values in b.per_step_phase_s.items():
-            d = values[pos] * 1e6
+            d = min(_us(values[pos]), end - cursor)
             if d <= 0:
                 continue
-            d = min(d, ts + dur * 1e6 - cursor)
-            if d <= 0:
-                break
-            events.append({"ph": "X", "name": phase, "cat": "phase", "pid": pid, "tid": TRAIN_TID, "ts": cursor,
-                           "dur": d})
+            out.append({"ph": "X", "name": phase, "cat": "phase", "pid": pid, "tid": TRAIN_TID, "ts": cursor,
+                        "dur": d, "args": {"ms": round(values[pos] * 1e3, 3)}})
             cursor += d
-    events.extend(_counters(record, pid))
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "metadata": {"source": "supplyline", "note": "phase slices are per-step totals laid end to end"}}
+    return out
+
+
+def _counter(name: str, pid: int, ts: float, args: dict[str, Any]) -> dict[str, Any]:
+    """A counter event; a value the monitor could not read (None) is left out, not drawn as 0."""
+    return {"ph": "C", "name": name, "pid": pid, "ts": ts,
+            "args": {k: float(v) for k, v in args.items() if v is not None}}
 
 
 def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
@@ -56,25 +83,31 @@ def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
     if t0 is None:
         return out
     named: set[int] = set()
-    for s in mon.get("samples", []):
-        ts = (s["time_unix_s"] - t0) * 1e6
+    for s in mon.get("samples") or []:
+        ts = _us(s["time_unix_s"] - t0)
         if ts < 0:
             continue
-        out.append({"ph": "C", "name": "CPU busy (%)", "pid": pid, "ts": ts, "args": {"busy": s["cpu"]["busy_pct"]}})
-        disk = {d["device"]: d["read_mb_per_s"] for d in s.get("disks", [])}
-        if disk:
-            out.append({"ph": "C", "name": "disk read (MB/s)", "pid": pid, "ts": ts, "args": disk})
+        cpu = s["cpu"]
+        out.append(_counter("CPU busy (%)", pid, ts, {"all cores": cpu["busy_pct"]}))
+        cores = {f"core{k}": v for k, v in enumerate(cpu.get("per_core_busy_pct") or [])}
+        if cores:
+            out.append(_counter("CPU per core (%)", pid, ts, cores))
+        out.append(_counter("memory (GiB)", pid, ts, {"used": s["memory"]["used_bytes"] / GIB,
+                                                      "page cache": s["memory"]["page_cache_bytes"] / GIB}))
+        for d in s.get("disks", []):
+            out.append(_counter(f"disk {d['device']} (MB/s)", pid, ts,
+                                {"read": d["read_mb_per_s"], "write": d["write_mb_per_s"]}))
+            out.append(_counter(f"disk {d['device']} util (%)", pid, ts, {"util": d["util_pct"]}))
         for g in s.get("gpus", []):
             if g.get("util_pct") is not None:
-                out.append({"ph": "C", "name": f"GPU{g['index']} util (%)", "pid": pid, "ts": ts,
-                            "args": {"util": g["util_pct"]}})
+                out.append(_counter(f"GPU{g['index']} util (%)", pid, ts, {"util": g["util_pct"]}))
         for p in s.get("processes", []):
-            if p["role"] == "root":
-                continue
-            wpid = p["pid"]
-            if wpid not in named:
+            wpid = int(p["pid"])
+            if p["role"] != "root" and wpid not in named:
                 named.add(wpid)
                 out.append({"ph": "M", "name": "process_name", "pid": wpid, "tid": 0,
                             "args": {"name": f"DataLoader worker {wpid}"}})
-            out.append({"ph": "C", "name": "worker CPU (%)", "pid": wpid, "ts": ts, "args": {"cpu": p["cpu_pct"]}})
+                out.append({"ph": "M", "name": "process_sort_index", "pid": wpid, "tid": 0,
+                            "args": {"sort_index": len(named)}})
+            out.append(_counter("CPU (% of a core)", wpid, ts, {"cpu": p["cpu_pct"]}))
     return out

@@ -18,6 +18,9 @@ class Net(nn.Module):
 
 
 if __name__ == "__main__":
+    # One intra-op thread: on a crowded 2-core machine, OpenMP threads spinning against other jobs
+    # would drown the planted cause in scheduling noise.
+    torch.set_num_threads(1)
     out = sys.argv[1]
     model = Net()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -4,6 +4,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 if __name__ == "__main__":
+    # One intra-op thread: on a crowded 2-core machine, OpenMP threads spinning against other jobs
+    # would drown the planted cause in scheduling noise.
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -7,6 +7,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 if __name__ == "__main__":
+    # One intra-op thread: on a crowded 2-core machine, OpenMP threads spinning against other jobs
+    # would drown the planted cause in scheduling noise.
+    torch.set_num_threads(1)
     log = open(os.path.join(sys.argv[1], "train.log"), "a")
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -16,6 +16,9 @@ class Mixed(Dataset):
 
 
 if __name__ == "__main__":
+    # One intra-op thread: on a crowded 2-core machine, OpenMP threads spinning against other jobs
+    # would drown the planted cause in scheduling noise.
+    torch.set_num_threads(1)
     model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data_time = step_time = 0.0

@@ -17,6 +17,9 @@ class SlowStorage(Dataset):
 
 
 if __name__ == "__main__":
+    # One intra-op thread: on a crowded 2-core machine, OpenMP threads spinning against other jobs
+    # would drown the planted cause in scheduling noise.
+    torch.set_num_threads(1)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = DataLoader(SlowStorage(), batch_size=8, num_workers=2)

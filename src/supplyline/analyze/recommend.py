@@ -1,0 +1,55 @@
+"""The DataLoader settings the findings recommend, as a table next to the settings seen.
+
+One source for the worker counts: the input findings quote the same numbers in their fix text.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+
+def fetch_stall_workers(num_workers: int, cores: int) -> int:
+    """Latency-bound reads: more workers than cores keep more reads in flight."""
+    return max(num_workers * 2, cores * 2, 4)
+
+
+def prep_stall_workers(num_workers: int, cores: int) -> int:
+    """CPU-bound preparation stops scaling at the core count (8 at most without a measurement)."""
+    return max(1, min(cores, 8)) if num_workers < cores else num_workers
+
+
+def recommended_loader(loader: dict[str, Any] | None, stall: str, cores: int, cuda: bool,
+                       input_bound: bool) -> dict[str, dict[str, Any]] | None:
+    """Per setting: ``{"seen": value, "recommended": value, "why": reason}``.
+
+    Settings are only changed when the run showed data wait (``input_bound``); a loader that
+    keeps up keeps its settings, except pinning, which only matters with a GPU.
+    """
+    if loader is None:
+        return None
+    nw = int(loader.get("num_workers") or 0)
+    rec: dict[str, dict[str, Any]] = {}
+
+    def put(key: str, value: Any, why: str) -> None:
+        rec[key] = {"seen": loader.get(key), "recommended": value, "why": why}
+
+    if input_bound and stall == "fetch":
+        workers = fetch_stall_workers(nw, cores)
+        put("num_workers", workers, "reads are latency-bound: more workers than cores keep more reads in flight")
+    elif input_bound:
+        workers = prep_stall_workers(nw, cores)
+        put("num_workers", workers, f"parallel preparation scales up to the {cores} cores")
+    else:
+        workers = nw
+        put("num_workers", nw, "the loader keeps up")
+    if workers > 0 and input_bound:
+        put("prefetch_factor", max(4, int(loader.get("prefetch_factor") or 0)), "a deeper queue absorbs slow batches")
+        put("persistent_workers", True, "workers are not restarted every epoch")
+    else:
+        put("prefetch_factor", loader.get("prefetch_factor"), "unchanged")
+        put("persistent_workers", loader.get("persistent_workers"), "unchanged")
+    if cuda:
+        put("pin_memory", True, "pinned batches copy to the GPU faster and can overlap compute")
+    else:
+        put("pin_memory", loader.get("pin_memory"), "no GPU on this host: pinning has no effect")
+    put("batch_size", loader.get("batch_size"), "unchanged (a model choice)")
+    return rec

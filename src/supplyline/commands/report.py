@@ -1,0 +1,53 @@
+"""`supplyline report DIR`: re-render a saved run record without rerunning the job."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+NAME = "report"
+HELP = "re-render a saved run (DIR/record.json): terminal summary, or report.html / report.json / trace.json"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", metavar="DIR", help="a report directory written by `supplyline doctor` (or its record.json)")
+    p.add_argument("--html", action="store_true", help="write report.html (self-contained, opens from disk)")
+    p.add_argument("--json", action="store_true", help="write report.json (findings, breakdown, what-if)")
+    p.add_argument("--trace", action="store_true", help="write trace.json (Perfetto / chrome://tracing)")
+    p.add_argument("--out", metavar="OUT", help="write the files here instead of DIR")
+
+
+def run(args: argparse.Namespace) -> int:
+    from supplyline.analyze.distributed import is_distributed_dir
+
+    if os.path.isdir(args.dir) and is_distributed_dir(args.dir) and not os.path.exists(os.path.join(args.dir, "record.json")):
+        return _merged(args)  # a torchrun job's DIR/rank-K/ records: one merged report (docs/distributed.md)
+    from supplyline.analyze.report import report_from_saved
+    from supplyline.doctor.output import write_derived
+    from supplyline.render.console import render_summary
+
+    record, report = report_from_saved(args.dir)
+    src_dir = args.dir if os.path.isdir(args.dir) else os.path.dirname(os.path.abspath(args.dir))
+    kinds = [k for k in ("json", "trace", "html") if getattr(args, k)]
+    if not kinds:
+        render_summary(report, src_dir)
+        return 0
+    for path in write_derived(record, report, args.out or src_dir, kinds):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _merged(args: argparse.Namespace) -> int:
+    from supplyline.analyze.distributed import merge_dir
+    from supplyline.atomic import atomic_write_json
+    from supplyline.render.distributed import render_merged
+
+    report = merge_dir(args.dir)  # writes DIR/report.json
+    if args.out and args.json:
+        os.makedirs(args.out, exist_ok=True)
+        atomic_write_json(os.path.join(args.out, "report.json"), report)
+    render_merged(report, args.dir)
+    if args.html or args.trace:
+        print(f"supplyline report: per-rank HTML and traces: `supplyline report {args.dir}/rank-K --html --trace`",
+              file=sys.stderr)
+    return 0
