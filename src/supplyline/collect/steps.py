@@ -132,7 +132,6 @@ class StepClock:
             return
         self.updates += 1
 
-<<<<<<< HEAD
     def add_collective(self, blocked_s: float) -> None:
         """Time the training thread sat in a backward waiting for DDP's gradient all-reduce.
 
@@ -144,7 +143,7 @@ class StepClock:
         moved = min(blocked_s, acc["compute_hooked"])
         acc["compute_hooked"] -= moved
         acc["collective"] += moved
-=======
+
     def external_boundary(self) -> None:
         """A framework finished one training step (Lightning's on_train_batch_end, the HF Trainer's
         on_step_end): close the open step here and open the next one."""
@@ -159,7 +158,6 @@ class StepClock:
     def external_pause(self) -> None:
         """Training pauses (validation, epoch end): drop the partial step; the next training fetch reopens one."""
         self.open_start = None
->>>>>>> main
 
     def add_h2d(self, nbytes: int) -> None:
         self.h2d_bytes += nbytes
