@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import TRAIN, free_port, load, run, supplyline
+from distributed_helpers import TRAIN, free_port, load, run, supplyline
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def test_healthy_job_run_to_its_end_has_no_straggler(tmp_path):
 def test_two_nodes_on_one_machine_give_the_same_merged_report(tmp_path):
     """Two launchers rendezvous on localhost (c10d), each with its own --out as on two machines without a
     shared filesystem: rank 0 gathers the other node's record over torch.distributed and merges."""
-    from conftest import child_env
+    from distributed_helpers import child_env
 
     outs = [str(tmp_path / f"node{n}") for n in (0, 1)]
     endpoint = f"127.0.0.1:{free_port()}"

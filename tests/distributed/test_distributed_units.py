@@ -9,7 +9,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from conftest import TRAIN, free_port, run, supplyline
+from distributed_helpers import TRAIN, free_port, run, supplyline
 from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -119,7 +119,7 @@ def test_launcher_rejects_options_that_cannot_work(kw, words):
 
 def test_seconds_under_torchrun_is_one_clear_line(tmp_path):
     env_rank = {"RANK": "0", "WORLD_SIZE": "2"}
-    from conftest import child_env
+    from distributed_helpers import child_env
     import subprocess
 
     proc = subprocess.run(supplyline("doctor", "--seconds", "3", "--out", str(tmp_path / "r"), TRAIN), cwd=str(tmp_path),
