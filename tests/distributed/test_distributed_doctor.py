@@ -142,3 +142,12 @@ def test_records_from_before_the_collective_phase_still_load(straggler_run, tmp_
     assert record.distributed is None
     report = build_report(record)
     assert report["phase_ms_per_step"]["collective"] == 0.0 and report["verdict"]["bound"] == "input"
+
+
+def test_report_command_merges_a_torchrun_directory(straggler_run, tmp_path):
+    _, out = straggler_run
+    copy = str(tmp_path / "copy")
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("report.json"))
+    proc = run(supplyline("report", copy), str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "Straggler: rank 1" in proc.stderr and load(os.path.join(copy, "report.json"))["kind"] == "distributed"
