@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any
 
 from supplyline import __version__
@@ -83,6 +83,8 @@ class RunRecord:
     monitor: dict[str, Any]
     gpu: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # Under torchrun: rank, world size, node, job key and collective counters (None for one process).
+    distributed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -98,8 +100,8 @@ class RunRecord:
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
             if f.name not in data:
-                if f.name == "notes":
-                    continue
+                if f.default is not MISSING or f.default_factory is not MISSING:
+                    continue  # a field added later, with a default: older records still load
                 raise UserError(f"record is missing '{f.name}'")
             value = data[f.name]
             try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from supplyline.record import RunRecord
 
-PHASE_ORDER = ("data_wait", "transfer", "compute", "logging", "checkpoint", "other")
+PHASE_ORDER = ("data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other")
 _IO_LINE = re.compile(r"\.write\(|\.flush\(|fsync\(|fdatasync\(|print\(|\.writelines\(|logging\.|logger\.")
 
 
@@ -83,14 +83,18 @@ def breakdown(record: RunRecord) -> Breakdown:
     st = record.steps
     split = unhooked_split(record)
     per_step: dict[str, list[float]] = {p: [] for p in PHASE_ORDER}
+    no_collectives = [0.0] * len(st["duration_s"])  # records written before the collective phase existed
+    collective = st.get("collective_s") or no_collectives
     for i in idx:
         hooked = {p: st[f"{p}_s"][i] for p in ("data_wait", "transfer", "logging", "checkpoint")}
+        hooked["collective"] = collective[i]
         compute_hooked = st["compute_hooked_s"][i]
         rest = max(0.0, st["duration_s"][i] - sum(hooked.values()) - compute_hooked)
         per_step["data_wait"].append(hooked["data_wait"])
         per_step["transfer"].append(hooked["transfer"])
         per_step["logging"].append(hooked["logging"] + rest * split["logging"])
         per_step["checkpoint"].append(hooked["checkpoint"])
+        per_step["collective"].append(hooked["collective"])
         per_step["compute"].append(compute_hooked + rest * split["compute"])
         per_step["other"].append(rest * split["other"])
     durations = [st["duration_s"][i] for i in idx]

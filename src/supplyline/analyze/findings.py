@@ -17,7 +17,7 @@ from supplyline.analyze.supply import SupplySignal
 from supplyline.record import RunRecord
 
 CHECKS = ("dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host")
-BOUNDS = ("input", "transfer", "logging", "checkpoint", "compute", "unknown")
+BOUNDS = ("input", "transfer", "logging", "checkpoint", "collective", "compute", "unknown")
 MIN_SHARE = 0.05
 
 
@@ -211,11 +211,14 @@ def verdict(b: Breakdown, findings: list[Finding], record: RunRecord) -> dict[st
         return {"bound": "unknown", "sentence": "No training steps were seen: no optimizer step, backward or "
                 "DataLoader batch ran under the doctor."}
     s = b.phase_share
-    sides = {"input": s["data_wait"], "transfer": s["transfer"], "logging": s["logging"], "checkpoint": s["checkpoint"]}
+    sides = {"input": s["data_wait"], "transfer": s["transfer"], "logging": s["logging"], "checkpoint": s["checkpoint"],
+             "collective": s.get("collective", 0.0)}
     side, share = max(sides.items(), key=lambda kv: kv[1])
     if share >= 0.20:
         words = {"input": "waiting for the DataLoader", "transfer": "copying batches to the device",
-                 "logging": "logging and writing synchronously", "checkpoint": "saving checkpoints synchronously"}
+                 "logging": "logging and writing synchronously", "checkpoint": "saving checkpoints synchronously",
+                 "collective": "waiting for the other ranks in all-reduce (the merged report names the rank they "
+                               "wait for)"}
         top = findings[0] if findings else None
         gain = f"; fixing it should give about {top.expected_speedup:.1f}× ({top.check})" if top and top.expected_speedup else ""
         return {"bound": side, "sentence": f"{side.capitalize()}-bound: {share * 100:.0f}% of each training step is "

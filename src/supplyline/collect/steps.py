@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any, Callable
 
-PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked")
+PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked", "collective")
 STEP_FIELDS = ("start_s", "duration_s", *(f"{p}_s" for p in PHASES), "batches", "h2d_bytes",
                "data_wait_cpu_s", "cpu_s", "whatif")
 
@@ -132,6 +132,18 @@ class StepClock:
                 self._open(t, cpu)
             return
         self.updates += 1
+
+    def add_collective(self, blocked_s: float) -> None:
+        """Time the training thread sat in a backward waiting for DDP's gradient all-reduce.
+
+        Measured inside a backward that is already timed as compute, so it moves from there.
+        """
+        if blocked_s <= 0:
+            return
+        acc = self.acc if self.open_start is not None else self.outside
+        moved = min(blocked_s, acc["compute_hooked"])
+        acc["compute_hooked"] -= moved
+        acc["collective"] += moved
 
     def external_boundary(self) -> None:
         """A framework finished one training step (Lightning's on_train_batch_end, the HF Trainer's

@@ -95,6 +95,8 @@ class TorchHooks:
         self._undo: list[Callable[[], None]] = []
         self._iter_started: dict[int, float] = {}
         self._dcp_patched = False
+        # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
+        self.after_backward: Callable[[], float] | None = None
         self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
         self.main_module: Any = None  # the script's __main__ while it runs (runpy restores ours after)
 
@@ -258,7 +260,7 @@ class TorchHooks:
         return __init__
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock = self.clock
+        clock, hooks = self.clock, self
 
         def backward(*args: Any, **kwargs: Any) -> Any:
             t = clock.enter("compute_hooked")
@@ -266,6 +268,8 @@ class TorchHooks:
                 return original(*args, **kwargs)
             finally:
                 clock.leave("compute_hooked", t)
+                if hooks.after_backward is not None and t >= 0:
+                    clock.add_collective(hooks.after_backward())
                 clock.update(0)
 
         return backward

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -21,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
     p.add_argument("--live", action="store_true",
                    help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)")
+    from supplyline.doctor.launcher import add_launcher_arguments
+
+    add_launcher_arguments(p)
     p.add_argument("-m", dest="module_args", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
                    help="run a module as `python -m MODULE` would")
     p.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT.py ARGS",
@@ -44,7 +48,16 @@ def run(args: argparse.Namespace) -> int:
         target = parse_target(args.target)
     out_dir = os.path.abspath(args.out)
     _check_writable(out_dir)
-    return _diagnose(target, out_dir, args)
+    if args.nproc_per_node is not None:
+        from supplyline.doctor.launcher import launch_ranks
+
+        return launch_ranks(target, out_dir, args)
+    from supplyline.doctor.ranks import RankInfo
+
+    rank = RankInfo.from_env()
+    if rank is not None and rank.world_size > 1 and args.seconds is not None:
+        raise UserError("under torchrun use --steps N, not --seconds: every rank must stop at the same step")
+    return _diagnose(target, out_dir, args, rank)
 
 
 def _check_writable(out_dir: str) -> None:
@@ -66,29 +79,40 @@ def _start_live(session, title: str):  # type: ignore[no-untyped-def]
     return None
 
 
-def _diagnose(target, out_dir: str, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:  # type: ignore[no-untyped-def]
     from supplyline.doctor.output import write_outputs
+    from supplyline.doctor.ranks import rank_dir, sigterm_raises
     from supplyline.doctor.session import DoctorSession
     from supplyline.launch import run_target
     from supplyline.record import TargetInfo
 
     info = TargetInfo(target.kind, target.name, target.args, os.getcwd())
+    root_dir = out_dir
+    if rank is not None:  # one rank of a torchrun job: its own folder, the merge at the end
+        out_dir = rank_dir(root_dir, rank.rank)
     session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
-                            what_if_steps=args.what_if_steps)
+                            what_if_steps=args.what_if_steps, rank=rank.to_dict() if rank else None)
     session.start()
     live = _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name) if args.live else None
+    guard = sigterm_raises() if rank is not None else contextlib.nullcontext()
     try:
-        outcome = run_target(target)
+        with guard:
+            outcome = run_target(target)
     finally:
         if live is not None:
             live.stop()
+    if outcome.exception_type == "Terminated":
+        outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
+        print(f"supplyline doctor: rank {rank.rank if rank else '?'}: {outcome.exception_message}", file=sys.stderr)
     if outcome.traceback_text:
         sys.stderr.write(outcome.traceback_text)  # the script's own traceback, as python would show it
     elif outcome.reason == "sys_exit" and outcome.exception_message:
         print(outcome.exception_message, file=sys.stderr)
     try:
         record = session.stop(outcome)
-        write_outputs(record, out_dir, quiet=args.quiet)
+        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None)
+        if rank is not None:
+            _finish_rank(record, report, rank, root_dir, args.quiet)
         if outcome.reason == "stopped" and session.stop_message:
             print(f"supplyline doctor: {session.stop_message}", file=sys.stderr)
     except UserError:
@@ -97,3 +121,12 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace) -> int:  # type: i
         print(f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
     return outcome.exit_code
+
+
+def _finish_rank(record, report: dict, rank, root_dir: str, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+    from supplyline.doctor.ranks import finish_rank
+
+    if not quiet and report.get("verdict"):
+        v = report["verdict"]
+        print(f"supplyline doctor: rank {rank.rank}: {v['bound'].upper()} — {v['sentence']}", file=sys.stderr)
+    finish_rank(record, rank, root_dir, quiet)

@@ -18,6 +18,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from supplyline.analyze.distributed import is_distributed_dir
+
+    if os.path.isdir(args.dir) and is_distributed_dir(args.dir) and not os.path.exists(os.path.join(args.dir, "record.json")):
+        return _merged(args)  # a torchrun job's DIR/rank-K/ records: one merged report (docs/distributed.md)
     from supplyline.analyze.report import report_from_saved
     from supplyline.doctor.output import write_derived
     from supplyline.render.console import render_summary
@@ -30,4 +34,20 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for path in write_derived(record, report, args.out or src_dir, kinds):
         print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def _merged(args: argparse.Namespace) -> int:
+    from supplyline.analyze.distributed import merge_dir
+    from supplyline.atomic import atomic_write_json
+    from supplyline.render.distributed import render_merged
+
+    report = merge_dir(args.dir)  # writes DIR/report.json
+    if args.out and args.json:
+        os.makedirs(args.out, exist_ok=True)
+        atomic_write_json(os.path.join(args.out, "report.json"), report)
+    render_merged(report, args.dir)
+    if args.html or args.trace:
+        print(f"supplyline report: per-rank HTML and traces: `supplyline report {args.dir}/rank-K --html --trace`",
+              file=sys.stderr)
     return 0

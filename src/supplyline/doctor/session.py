@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import psutil
 import torch
 
+from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.cuda_sync import SyncCounter
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
@@ -30,7 +31,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
                  what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
-                 sampler_interval_s: float = 0.04) -> None:
+                 sampler_interval_s: float = 0.04, rank: dict[str, Any] | None = None) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
@@ -39,6 +40,8 @@ class DoctorSession:
         self.ctl = Controller()
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
+        self.collectives = CollectiveHooks(self.clock)
+        self.rank = rank  # torchrun's view of this process (doctor/ranks.py), None for one process
         self.sampler = StackSampler(self.clock, sampler_interval_s)
         self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
@@ -55,6 +58,8 @@ class DoctorSession:
         self.t0_unix = time.time()
         self.clock.t0 = time.perf_counter()
         self.hooks.install()
+        self.collectives.install()
+        self.hooks.after_backward = self.collectives.take_blocked
         self.ctl.drain_handler = self._drain
         try:
             self.syncs.install()
@@ -83,6 +88,7 @@ class DoctorSession:
         wall = time.perf_counter() - self.clock.t0
         self.clock.finish()
         self.hooks.uninstall()
+        self.collectives.uninstall()
         self.syncs.uninstall()
         self.sampler.stop()
         monitor_data = self._stop_monitor()
@@ -186,9 +192,15 @@ class DoctorSession:
             whatif=self.whatif,
             monitor=monitor_data,
             gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
-            notes=self.notes,
+            notes=self.notes + self.collectives.notes,
+            distributed=self._distributed_info(),
         )
 
+    def _distributed_info(self) -> dict[str, Any] | None:
+        c = self.collectives
+        if self.rank is None and not c.ddp_models and not c.direct_calls:
+            return None
+        return {**(self.rank or {}), "collectives": c.summary()}
 
     def _tune_command(self, loader_id: int, batch_size: int | None) -> str | None:
         """The exact `supplyline tune MODULE:ATTR` for the training dataset, when it can be located."""

@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-PHASE_LABEL = {"data_wait": "data wait", "transfer": "transfer", "compute": "compute", "logging": "logging",
+PHASE_LABEL = {"data_wait": "data wait", "transfer": "transfer", "compute": "compute", "collective": "collective",
+               "logging": "logging",
                "checkpoint": "checkpoint", "other": "other"}
-PHASE_STYLE = {"data_wait": "red", "transfer": "magenta", "compute": "green", "logging": "yellow",
+PHASE_STYLE = {"data_wait": "red", "transfer": "magenta", "compute": "green", "collective": "blue", "logging": "yellow",
                "checkpoint": "cyan", "other": "white"}
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
@@ -38,6 +39,8 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
                 + (f" (first {s['warmup_excluded']} excluded as warm-up)" if s["warmup_excluded"] else ""))
         for p, share in report["phase_share"].items():
             ms = report["phase_ms_per_step"][p]
+            if p == "collective" and ms == 0:
+                continue  # one process, no collectives: keep the single-machine summary as it was
             c.print(f"  {PHASE_LABEL[p]:<11}[{PHASE_STYLE[p]}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
     w = report["whatif"]
     if w["ran"]:

@@ -38,10 +38,10 @@ SCRIPT = r"""
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var D = JSON.parse(document.getElementById("supplyline-data").textContent);
-  var PHASE_COLOR = {data_wait: "#d62728", transfer: "#9467bd", compute: "#2ca02c", logging: "#e6b800",
-                     checkpoint: "#17becf", other: "#8c8c8c", warmup: "#c8c8c8", whatif: "#dddddd"};
-  var PHASE_LABEL = {data_wait: "data wait", transfer: "transfer", compute: "compute", logging: "logging",
-                     checkpoint: "checkpoint", other: "other", warmup: "warm-up step (not analysed)",
+  var PHASE_COLOR = {data_wait: "#d62728", transfer: "#9467bd", compute: "#2ca02c", collective: "#1f3fbf",
+                     logging: "#e6b800", checkpoint: "#17becf", other: "#8c8c8c", warmup: "#c8c8c8", whatif: "#dddddd"};
+  var PHASE_LABEL = {data_wait: "data wait", transfer: "transfer", compute: "compute", collective: "collective (waiting for other ranks)",
+                     logging: "logging", checkpoint: "checkpoint", other: "other", warmup: "warm-up step (not analysed)",
                      whatif: "what-if replay step"};
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"];

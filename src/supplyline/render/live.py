@@ -25,7 +25,7 @@ from supplyline.render.inplace import TerminalPanel
 
 # Hooked phases the clock measures directly; the rest of a step is the model and the user's code.
 LIVE_PHASES = (("data_wait", "data wait"), ("transfer", "transfer"), ("logging", "logging"),
-               ("checkpoint", "checkpoint"))
+               ("checkpoint", "checkpoint"), ("collective", "collective"))
 REST_STYLE = "green"
 
 
