@@ -111,3 +111,22 @@ def test_sync_counter_attributes_to_the_user_line():
     assert file == __file__ and fn == "library_call" and count == 2
     assert counter.install() is (torch.cuda.is_available())
     counter.uninstall()
+
+
+def test_closed_step_columns_line_up():
+    from supplyline.collect.steps import PHASES, STEP_FIELDS
+
+    c = StepClock()
+    fetch(c, T, c.t0, wait=0.25)
+    for i, p in enumerate(PHASES):
+        if p != "data_wait":
+            c.acc[p] = 0.01 * (i + 1)
+    c.update(OPT_D)
+    fetch(c, T, c.t0 + 1.0)
+    assert set(c.steps) == set(STEP_FIELDS)
+    assert all(len(v) == 1 for v in c.steps.values())
+    assert c.steps["data_wait_s"] == [0.25]
+    for i, p in enumerate(PHASES):
+        if p != "data_wait":
+            assert c.steps[f"{p}_s"] == [0.01 * (i + 1)]
+    assert c.steps["batches"] == [1] and c.steps["whatif"] == [0.0]

@@ -182,8 +182,7 @@ class StepClock:
         acc = self.acc
         # One pass of bound appends in STEP_FIELDS order ("whatif" last: readers use its length).
         for append, value in zip(self._appends, (
-                start - self.t0, t - start, acc["data_wait"], acc["transfer"], acc["logging"], acc["checkpoint"],
-                acc["compute_hooked"], self.batches, self.h2d_bytes, self.data_wait_cpu, cpu - self.open_cpu,
+                start - self.t0, t - start, *map(acc.__getitem__, PHASES), self.batches, self.h2d_bytes, self.data_wait_cpu, cpu - self.open_cpu,
                 self.whatif_label)):
             append(value)
         self.open_start = None
