@@ -18,6 +18,9 @@ def test_python_preprocessing_with_no_workers(doctor, zoo_path):
     assert rep["verdict"]["bound"] == "input"
     assert top(rep)["check"] == "dataloader"
     assert "num_workers=" in top(rep)["fix"]
+    # the exact commands for this dataset, runnable as they stand
+    assert "supplyline tune " in top(rep)["fix"] and "prep_workers0.py:PythonPrep --batch-size 16" in top(rep)["fix"]
+    assert rep["dataloader"]["preprocess_command"].endswith("prep_workers0.py:PythonPrep")
     assert "preprocessing" in {f["check"] for f in rep["findings"]}
     assert rep["dataloader"]["num_workers"] == 0
     assert rep["dataloader"]["stall"] in ("prep", "mixed")

@@ -67,7 +67,7 @@ def _where(lines: list[dict[str, Any]]) -> str:
     return f" — {os.path.basename(top['file'])}:{top['line']} `{top['code']}` ({top['share_of_step_time'] * 100:.0f}% of step time)"
 
 
-def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd: str | None) -> list[Finding]:
+def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, commands: dict[str, str | None]) -> list[Finding]:
     share = b.phase_share["data_wait"]
     if share < MIN_SHARE or sig.loader is None:
         return []
@@ -79,7 +79,9 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
     if whatif.ran and whatif.compute_only_step_s:
         base += (f"; what-if: the consumer alone runs a step in {whatif.compute_only_step_s * 1e3:.1f} ms, the loader "
                  f"alone delivers {whatif.loader_only_batches_per_s:.1f} batches/s")
-    tune = f" Measure the best settings on your data: `{tune_cmd}`." if tune_cmd else " Measure the best settings with `supplyline tune MODULE:ATTR`."
+    tune_cmd = commands.get("tune_command") or "supplyline tune MODULE:ATTR"
+    prep_cmd = commands.get("preprocess_command") or "supplyline preprocess MODULE:ATTR"
+    tune = f" Measure the best settings on your data: `{tune_cmd}`."
     out: list[Finding] = []
     nw = loader["num_workers"]
     if sig.stall == "fetch":
@@ -101,7 +103,7 @@ def input_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd:
         out.append(Finding("dataloader", severity(share), share, base + _where(b.data_wait_lines), fix, gain))
     if sig.stall in ("prep", "mixed") or (nw >= cores and sig.stall != "fetch"):
         pshare = share if not out else share * 0.5
-        fix = ("Make each sample cheaper: profile it with `supplyline preprocess MODULE:ATTR` (per transform, per "
+        fix = (f"Make each sample cheaper: profile it with `{prep_cmd}` (per transform, per "
                "line, GIL check), vectorize Python loops, decode with faster libraries, cache deterministic work.")
         if nw >= cores:
             fix = f"All {cores} cores are already busy preparing data. " + fix
@@ -232,8 +234,9 @@ def verdict(b: Breakdown, findings: list[Finding], record: RunRecord) -> dict[st
             f"step time is the model's own work and the DataLoader wait is {s['data_wait'] * 100:.0f}%."}
 
 
-def all_findings(record: RunRecord, b: Breakdown, sig: SupplySignal, tune_cmd: str | None) -> list[Finding]:
-    found = (input_findings(record, b, sig, tune_cmd) + transfer_finding(record, b) + logging_finding(record, b)
+def all_findings(record: RunRecord, b: Breakdown, sig: SupplySignal,
+                 commands: dict[str, str | None]) -> list[Finding]:
+    found = (input_findings(record, b, sig, commands) + transfer_finding(record, b) + logging_finding(record, b)
              + checkpoint_finding(record, b) + host_findings(record, sig))
     rank = {"high": 0, "medium": 1, "low": 2}
     found.sort(key=lambda f: (rank[f.severity], -f.share_of_step_time))

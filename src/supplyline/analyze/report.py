@@ -5,6 +5,7 @@ The report is derived data (schema in docs/report-schema.md); the record stays t
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 from dataclasses import asdict
 from typing import Any
@@ -23,8 +24,8 @@ def build_report(record: RunRecord) -> dict[str, Any]:
     b = breakdown(record)
     sig = supply_signal(record)
     loader = sig.loader
-    tune_cmd = loader.get("tune_command") if loader else None
-    findings = all_findings(record, b, sig, tune_cmd)
+    commands = dataset_commands(loader)
+    findings = all_findings(record, b, sig, commands)
     w = record.whatif
     observed_rate = 1 / b.step_s_median if b.step_s_median else None
     consumer_rate = 1 / w.compute_only_step_s if w.compute_only_step_s else None
@@ -116,8 +117,19 @@ def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | N
     facts["stall"] = sig.stall
     facts["worker_cpu_pct_mean"] = sig.worker_cpu_pct_mean
     facts["host_cpu_busy_pct_mean"] = sig.host_cpu_busy_pct_mean
-    facts["tune_command"] = loader.get("tune_command")
+    facts.update(dataset_commands(loader))
     return facts
+
+
+def dataset_commands(loader: dict[str, Any] | None) -> dict[str, str | None]:
+    """The exact `supplyline tune` / `supplyline preprocess` commands for the training dataset,
+    when the doctor could name it as an importable MODULE:ATTR."""
+    spec = loader.get("dataset_spec") if loader else None
+    if not spec:
+        return {"tune_command": None, "preprocess_command": None}
+    quoted = shlex.quote(spec)
+    batch = f" --batch-size {loader['batch_size']}" if loader and loader.get("batch_size") else ""
+    return {"tune_command": f"supplyline tune {quoted}{batch}", "preprocess_command": f"supplyline preprocess {quoted}"}
 
 
 def short_path(path: str) -> str:

@@ -168,8 +168,8 @@ class DoctorSession:
                                 if self.observed_steps is None else "the loader ran out during the what-if phases")
         lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
         loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other",
-                                   "tune_command": (self._tune_command(lid, info.batch_size)
-                                                    if lid == self.clock.train_loader else None)}
+                                   "dataset_spec": (self._dataset_spec(lid) if lid == self.clock.train_loader
+                                                    else None)}
                    for lid, info in self.hooks.loaders.items()]
         return RunRecord(
             **new_version_fields(),
@@ -202,18 +202,18 @@ class DoctorSession:
             return None
         return {**(self.rank or {}), "collectives": c.summary()}
 
-    def _tune_command(self, loader_id: int, batch_size: int | None) -> str | None:
-        """The exact `supplyline tune MODULE:ATTR` for the training dataset, when it can be located."""
+    def _dataset_spec(self, loader_id: int) -> str | None:
+        """``MODULE:ATTR`` for the training dataset, so findings can give exact tune/preprocess commands."""
         dataset = self.hooks.datasets.get(loader_id)
         if dataset is None:
             return None
         saved = sys.modules.get("__main__")
         try:
-            from supplyline.experiments.tune.locate import tune_command_for
+            from supplyline.experiments.tune.locate import dataset_spec_for
 
             if self.hooks.main_module is not None:
                 sys.modules["__main__"] = self.hooks.main_module
-            return tune_command_for(dataset, batch_size)
+            return dataset_spec_for(dataset)
         except Exception:  # naming the dataset is a convenience; never fail the report over it
             return None
         finally:

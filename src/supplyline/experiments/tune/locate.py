@@ -18,7 +18,16 @@ _SKIP = ("supplyline", "torch", "torchvision", "numpy", "PIL", "rich", "psutil",
 
 
 def tune_command_for(dataset_obj: Any, batch_size: int | None = None) -> str | None:
-    """The exact ``supplyline tune MODULE:ATTR`` command for ``dataset_obj``, or None.
+    """The exact ``supplyline tune MODULE:ATTR`` command for ``dataset_obj``, or None."""
+    spec = dataset_spec_for(dataset_obj)
+    if spec is None:
+        return None
+    command = f"supplyline tune {shlex.quote(spec)}"
+    return command + (f" --batch-size {batch_size}" if batch_size else "")
+
+
+def dataset_spec_for(dataset_obj: Any) -> str | None:
+    """An importable ``MODULE:ATTR`` (or ``script.py:ATTR``) that gives ``dataset_obj``, or None.
 
     Preference: a module attribute that *is* the object; else its class, when that class takes no
     parameters at all (so every instance is made the same way); else a function with no
@@ -46,9 +55,7 @@ def tune_command_for(dataset_obj: Any, batch_size: int | None = None) -> str | N
                 found.append((rank, module_name == "__main__", spec))
     if not found:
         return None
-    spec = min(found)[2]
-    command = f"supplyline tune {shlex.quote(spec)}"
-    return command + (f" --batch-size {batch_size}" if batch_size else "")
+    return min(found)[2]
 
 
 def _rank(obj: Any, value: Any, module_name: str) -> int | None:
