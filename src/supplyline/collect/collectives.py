@@ -24,6 +24,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
+from supplyline.collect.patching import Patcher
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
@@ -105,17 +106,17 @@ def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
     return fut.then(stamp)
 
 
-class CollectiveHooks:
+class CollectiveHooks(Patcher):
     """Patches DDP and the direct collectives; ``uninstall`` restores them."""
 
     def __init__(self, clock: StepClock) -> None:
+        super().__init__()
         self.clock = clock
         self.timer = BucketTimer()
         self.ddp_models = 0
         self.user_comm_hooks: list[str] = []
         self.direct_calls = 0
         self.notes: list[str] = []
-        self._undo: list[Callable[[], None]] = []
         self._register: Callable[..., Any] | None = None
 
     def install(self) -> None:
@@ -130,21 +131,6 @@ class CollectiveHooks:
         for name in DIRECT_COLLECTIVES:
             if hasattr(dist, name):
                 self._patch(dist, name, self._wrap_direct)
-
-    def uninstall(self) -> None:
-        while self._undo:
-            try:
-                self._undo.pop()()
-            except Exception:  # restoring must never break the user's exit path
-                pass
-
-    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        original = owner.__dict__[name] if name in getattr(owner, "__dict__", {}) else getattr(owner, name)
-        wrapper = make(original)
-        wrapper.__wrapped__ = original
-        wrapper.__doc__ = getattr(original, "__doc__", None)
-        setattr(owner, name, wrapper)
-        self._undo.append(lambda: setattr(owner, name, original))
 
     def take_blocked(self) -> float:
         return self.timer.take_blocked()

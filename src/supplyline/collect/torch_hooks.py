@@ -25,6 +25,7 @@ import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
+from supplyline.collect.patching import Patcher
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
@@ -82,17 +83,17 @@ class Controller:
         self.drain_handler: Callable[[Any, Callable[[Any], Any]], Any] | None = None
 
 
-class TorchHooks:
+class TorchHooks(Patcher):
     """Installs every hook on one StepClock; ``uninstall`` restores the originals."""
 
     def __init__(self, clock: StepClock, controller: Controller) -> None:
+        super().__init__()
         self.clock = clock
         self.ctl = controller
         self.loaders: dict[int, LoaderInfo] = {}
         self.transfers = TransferStats()
         self.saves: list[SaveEvent] = []
         self.logging_calls = 0
-        self._undo: list[Callable[[], None]] = []
         self._iter_started: dict[int, float] = {}
         self._dcp_patched = False
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
@@ -118,20 +119,6 @@ class TorchHooks:
             self._patch(torch.Tensor, "to", self._wrap_to)
             self._patch(torch.Tensor, "cuda", self._wrap_to)
         self.maybe_patch_dcp()
-
-    def uninstall(self) -> None:
-        while self._undo:
-            try:
-                self._undo.pop()()
-            except Exception:  # restoring must never break the user's exit path
-                pass
-
-    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
-        own = name in getattr(owner, "__dict__", {})
-        original = owner.__dict__[name] if own else getattr(owner, name)
-        setattr(owner, name, make(original))
-        # An inherited attribute (Tensor.to comes from the C base) is un-shadowed, not re-set.
-        self._undo.append((lambda: setattr(owner, name, original)) if own else (lambda: delattr(owner, name)))
 
     def maybe_patch_dcp(self) -> None:
         """torch.distributed.checkpoint costs seconds to import: patch it once the script has."""
