@@ -143,4 +143,6 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _is_ours(filename: str) -> bool:
-    return os.path.basename(filename) == "runpy.py" or os.path.abspath(filename).startswith(_PACKAGE_DIR)
+    # Python 3.11+ can run runpy frozen, named "<frozen runpy>".
+    return (filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
+            or os.path.abspath(filename).startswith(_PACKAGE_DIR))

@@ -21,6 +21,8 @@ def test_python_preprocessing_with_no_workers(doctor, zoo_path):
     # the exact commands for this dataset, runnable as they stand
     assert "supplyline tune " in top(rep)["fix"] and "prep_workers0.py:PythonPrep --batch-size 16" in top(rep)["fix"]
     assert rep["dataloader"]["preprocess_command"].endswith("prep_workers0.py:PythonPrep")
+    # where the wait goes: the dataset's own line, never the launcher or the console script
+    assert rep["data_wait_lines"] and rep["data_wait_lines"][0]["file"].endswith("prep_workers0.py")
     assert "preprocessing" in {f["check"] for f in rep["findings"]}
     assert rep["dataloader"]["num_workers"] == 0
     assert rep["dataloader"]["stall"] in ("prep", "mixed")
@@ -76,7 +78,8 @@ def test_crash_at_step_keeps_report_traceback_and_exit_code(doctor, zoo_path):
     assert run.proc.returncode == 1
     assert "RuntimeError: planted failure at step 12" in run.proc.stderr
     assert 'crash_at_step.py", line' in run.proc.stderr
-    assert "supplyline/launch.py" not in run.proc.stderr  # the script's own traceback, not ours
+    # the script's own traceback, not ours: it starts at the script's frame
+    assert "supplyline/launch.py" not in run.proc.stderr and "runpy" not in run.proc.stderr
     rec = run.record
     assert rec["outcome"]["reason"] == "exception"
     # Step 12 made its optimizer update before raising, so steps 0..12 are complete.

@@ -23,7 +23,7 @@ _LIB_DIRS = tuple(
     os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
                                             sysconfig.get_paths()["platlib"]} if p
 )
-_RUNPY = f"{os.sep}runpy.py"
+_RUNPY = f"{os.sep}runpy.py"  # Python 3.11+ may run a frozen runpy: "<frozen runpy>"
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _COMPUTE_MARKERS = (f"{os.sep}torch{os.sep}nn{os.sep}", f"{os.sep}torch{os.sep}autograd{os.sep}",
                     f"{os.sep}torch{os.sep}optim{os.sep}", f"{os.sep}torch{os.sep}_tensor.py",
@@ -86,7 +86,7 @@ class StackSampler:
         f: FrameType | None = frame
         while f is not None:
             filename = f.f_code.co_filename
-            if filename.endswith(_RUNPY):
+            if filename.endswith(_RUNPY) or filename == "<frozen runpy>":
                 break  # outside the user's program: runpy, our launcher, the console script
             if user is None and self.is_user_file(filename):
                 user = f
