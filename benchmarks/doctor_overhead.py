@@ -10,6 +10,7 @@ The final losses must be identical: the doctor must not change what the job comp
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -18,6 +19,13 @@ import sys
 
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_overhead_job.py")
 RESULT = re.compile(r"RESULT loop_s=(\S+) cpu_s=(\S+) steps=(\d+) loss=(\S+)")
+
+
+def own_threads_cpu_s(out_dir: str) -> float:
+    """CPU time of the doctor's own threads (stack sampler + host monitor), from the saved record."""
+    with open(os.path.join(out_dir, "record.json"), encoding="utf-8") as fh:
+        sampler = json.load(fh)["sampler"]
+    return sampler["cpu_s"] + (sampler.get("monitor_cpu_s") or 0.0)
 
 
 def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int, str]:
@@ -39,6 +47,7 @@ def main() -> None:
     out_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "supplyline-overhead-report")
     plain_wall, plain_cpu, doc_wall, doc_cpu = [], [], [], []
     losses = set()
+    own_cpu: list[float] = []
     n_steps = 0
     for i in range(args.repeats):
         for under in ((False, True) if i % 2 == 0 else (True, False)):  # alternate the order
@@ -46,6 +55,8 @@ def main() -> None:
             (doc_wall if under else plain_wall).append(wall)
             (doc_cpu if under else plain_cpu).append(cpu)
             losses.add(loss)
+            if under:
+                own_cpu.append(own_threads_cpu_s(out_dir))
     pw, dw = statistics.median(plain_wall), statistics.median(doc_wall)
     pc, dc = statistics.median(plain_cpu), statistics.median(doc_cpu)
     print(f"job: {n_steps} optimizer steps per run, {args.repeats} interleaved repeats, medians")
@@ -53,6 +64,9 @@ def main() -> None:
     print(f"{'wall time':14}{pw:11.3f}s{dw:11.3f}s{dw / pw:9.4f}{(dw - pw) / n_steps * 1e6:10.1f}")
     print(f"{'CPU time':14}{pc:11.3f}s{dc:11.3f}s{dc / pc:9.4f}{(dc - pc) / n_steps * 1e6:10.1f}")
     print(f"plain step: {pw / n_steps * 1e3:.2f} ms wall")
+    own = statistics.median(own_cpu)
+    print(f"doctor's own threads (sampler + monitor): {own * 1e3:.1f} ms CPU per run = {own / n_steps * 1e6:.1f} µs "
+          f"per step, {own / dw * 100:.2f}% of one core")
     print(f"losses identical across all runs: {len(losses) == 1} ({', '.join(sorted(losses))})")
 
 

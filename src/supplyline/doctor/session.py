@@ -30,7 +30,7 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 
 class DoctorSession:
     def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
-                 what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 0.5,
+                 what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 1.0,
                  sampler_interval_s: float = 0.04, rank: dict[str, Any] | None = None) -> None:
         self.target = target
         self.out_dir = out_dir
