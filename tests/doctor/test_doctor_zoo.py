@@ -31,7 +31,7 @@ def test_python_preprocessing_with_no_workers(doctor, zoo_path):
 
 
 def test_storage_latency_with_idle_workers(doctor, zoo_path):
-    run = doctor("--steps", "25", "--what-if-steps", "8", zoo_path("storage_latency.py"))
+    run = doctor("--steps", "50", "--what-if-steps", "8", zoo_path("storage_latency.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     rep = run.report
     assert rep["verdict"]["bound"] == "input"
