@@ -55,9 +55,15 @@ def input_speedup(record: RunRecord, b: Breakdown, workers_before: int, workers_
     observed = 1.0 / b.step_s_median
     consumer = 1.0 / w.compute_only_step_s
     per_process = w.loader_only_batches_per_s / b.batches_per_step / max(workers_before, 1)
-    scale = workers_after if scales_past_cores else min(workers_after, record.host.cpu_count)
+    if scales_past_cores:
+        producer = per_process * max(workers_after, 1)
+    else:
+        # CPU-bound workers share the cores with the training step itself, which at rate r keeps
+        # r * compute_step of a core busy: r = p * (cores - r * c)  =>  r = p * cores / (1 + p * c).
+        cores = min(workers_after, record.host.cpu_count)
+        producer = per_process * cores / (1.0 + per_process * w.compute_only_step_s)
     # Never more than removing the whole wait: the observed rest of the step is the consumer's real cost.
-    return max(1.0, min(min(consumer, per_process * max(scale, 1)) / observed, removal_speedup(share)))
+    return max(1.0, min(min(consumer, producer) / observed, removal_speedup(share)))
 
 
 def _where(lines: list[dict[str, Any]]) -> str:
