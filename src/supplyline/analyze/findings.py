@@ -50,18 +50,26 @@ def input_speedup(record: RunRecord, b: Breakdown, workers_before: int, workers_
     """
     w = record.whatif
     share = b.phase_share["data_wait"]
-    if not (w.ran and w.compute_only_step_s and w.loader_only_batches_per_s and b.step_s_median and b.batches_per_step):
+    if not b.step_s_median or not b.batches_per_step:
         return removal_speedup(share)
     observed = 1.0 / b.step_s_median
-    consumer = 1.0 / w.compute_only_step_s
-    per_process = w.loader_only_batches_per_s / b.batches_per_step / max(workers_before, 1)
+    if w.ran and w.compute_only_step_s and w.loader_only_batches_per_s:
+        consumer_step = w.compute_only_step_s
+        per_process = w.loader_only_batches_per_s / b.batches_per_step / max(workers_before, 1)
+    elif workers_before == 0 and 0 < share < 1:
+        # No what-if, but with num_workers=0 the wait *is* one process producing a step's batches.
+        wait = b.step_s_median * share
+        consumer_step, per_process = b.step_s_median - wait, 1.0 / wait
+    else:
+        return removal_speedup(share)
+    consumer = 1.0 / consumer_step
     if scales_past_cores:
         producer = per_process * max(workers_after, 1)
     else:
         # CPU-bound workers share the cores with the training step itself, which at rate r keeps
         # r * compute_step of a core busy: r = p * (cores - r * c)  =>  r = p * cores / (1 + p * c).
         cores = min(workers_after, record.host.cpu_count)
-        producer = per_process * cores / (1.0 + per_process * w.compute_only_step_s)
+        producer = per_process * cores / (1.0 + per_process * consumer_step)
     # Never more than removing the whole wait: the observed rest of the step is the consumer's real cost.
     return max(1.0, min(min(consumer, producer) / observed, removal_speedup(share)))
 
