@@ -19,7 +19,7 @@ from supplyline.errors import UserError
 from supplyline.render.monitor_view import LiveView, render_summary
 
 NAME = "monitor"
-HELP = "Live CPU, memory, disk, GPU and process-tree monitor; with a command, follow it until it exits."
+HELP = "live CPU, memory, disk, GPU and process-tree monitor; with a command, follow it until it exits"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
