@@ -120,3 +120,14 @@ def test_ctrl_c_keeps_the_report_and_exit_code(tmp_path):
     rec = json.loads((out / "record.json").read_text())
     assert rec["outcome"]["reason"] == "interrupted"
     assert len(rec["steps"]["duration_s"]) > 0
+
+
+def test_report_write_failure_keeps_the_scripts_exit_code(tmp_path):
+    """A report directory that becomes unwritable mid-run: one warning line, the script's own exit code."""
+    script = tmp_path / "job.py"
+    out = tmp_path / "report"
+    script.write_text(f"import os, shutil, sys\nshutil.rmtree({str(out)!r})\nopen({str(out)!r}, 'w').close()\nsys.exit(5)\n")
+    proc = subprocess.run([sys.executable, "-m", "supplyline", "doctor", "--no-what-if", "--out", str(out), str(script)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 5
+    assert "supplyline doctor: warning:" in proc.stderr and "Traceback" not in proc.stderr

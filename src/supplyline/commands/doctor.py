@@ -92,7 +92,13 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         out_dir = rank_dir(root_dir, rank.rank)
     session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
                             what_if_steps=args.what_if_steps, rank=rank.to_dict() if rank else None)
-    session.start()
+    try:
+        session.start()
+    except Exception as exc:  # never lose the user's run over our hooks: run it plainly instead
+        session.hooks.uninstall()
+        print(f"supplyline doctor: warning: could not attach to the job ({type(exc).__name__}: {exc}); "
+              f"running it without diagnosis", file=sys.stderr)
+        return run_target(target).exit_code
     live = _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name) if args.live else None
     guard = sigterm_raises() if rank is not None else contextlib.nullcontext()
     try:
@@ -115,8 +121,8 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
             _finish_rank(record, report, rank, root_dir, args.quiet)
         if outcome.reason == "stopped" and session.stop_message:
             print(f"supplyline doctor: {session.stop_message}", file=sys.stderr)
-    except UserError:
-        raise
+    except UserError as exc:  # e.g. the disk filled up: say so in one line, keep the script's exit code
+        print(f"supplyline doctor: warning: {exc}", file=sys.stderr)
     except Exception as exc:  # supplyline's own failure must not change the script's exit code
         print(f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
               file=sys.stderr)
