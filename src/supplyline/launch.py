@@ -98,7 +98,7 @@ def run_target(target: Target, on_stop: Callable[[], None] | None = None) -> Out
     The caller decides what to do with ``Outcome.exc`` (print the script's own traceback and
     keep its exit code).
     """
-    saved_argv, saved_path0 = sys.argv[:], (sys.path[0] if sys.path else None)
+    saved_argv = sys.argv[:]
     sys.argv = target.argv
     path0 = os.path.dirname(target.name) if target.kind == "script" else os.getcwd()
     sys.path.insert(0, path0)
@@ -125,10 +125,8 @@ def run_target(target: Target, on_stop: Callable[[], None] | None = None) -> Out
         sys.argv = saved_argv
         try:
             sys.path.remove(path0)
-        except ValueError:
+        except ValueError:  # the script removed it itself
             pass
-        if saved_path0 is not None and sys.path and sys.path[0] != saved_path0 and saved_path0 not in sys.path:
-            sys.path.insert(0, saved_path0)
 
 
 def _script_traceback(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from supplyline import __version__
@@ -115,7 +116,7 @@ class RunRecord:
         atomic_write_json(path, self.to_dict())
         return path
 
-    @property
+    @cached_property
     def observed_steps(self) -> list[int]:
         """Indices of the steps that ran unchanged (not what-if replays)."""
         return [i for i, w in enumerate(self.steps.get("whatif", [])) if not w]

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Callable
 
 from supplyline.analyze.breakdown import Breakdown
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.supply import SupplySignal
+from supplyline.fixes import snippets
 from supplyline.record import RunRecord
 
 CHECKS = ("dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host")
@@ -135,7 +136,7 @@ def logging_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
     per_step = record.logging_calls / max(len(record.observed_steps), 1)
     ev = (f"{b.phase_s['logging'] / max(b.steps, 1) * 1e3:.1f} ms per step is spent printing, logging or writing "
           f"synchronously on the training thread ({per_step:.1f} print/log calls per step)" + _where(lines))
-    fix = _snippet("logging", lines) or (
+    fix = _snippet(snippets.logging_fix_snippet, lines) or (
         "Log every N steps (`for_log = supplyline.fixes.every(n_steps=50)`), and move handlers off the training "
         "thread with `supplyline.fixes.async_logging()`; never fsync a log inside the loop.")
     return [Finding("logging", severity(share), share, ev, fix, removal_speedup(share))]
@@ -151,7 +152,7 @@ def checkpoint_finding(record: RunRecord, b: Breakdown) -> list[Finding]:
     lines = b.phase_lines.get("checkpoint", [])
     ev = (f"{len(saves)} synchronous saves inside training steps, {mean_ms:.0f} ms each, about every "
           f"{every:.0f} steps" + _where(lines))
-    fix = _snippet("checkpoint", lines) or (
+    fix = _snippet(snippets.checkpoint_fix_snippet, lines) or (
         "Save in the background: `ckpt = supplyline.fixes.AsyncCheckpointer('checkpoints', keep_last=3)` then "
         "`ckpt.save(model.state_dict(), step=step)` — and save less often (by time or on improvement).")
     return [Finding("checkpoint", severity(share), share, ev, fix, removal_speedup(share))]
@@ -206,19 +207,11 @@ def host_findings(record: RunRecord, sig: SupplySignal) -> list[Finding]:
     return out
 
 
-def _snippet(kind: str, lines: list[dict[str, Any]]) -> str | None:
-    """The two-line change from supplyline.fixes, applied to the user's own line, when available."""
+def _snippet(make: Callable[[str], str], lines: list[dict[str, Any]]) -> str | None:
+    """The two-line change from supplyline.fixes, written against the user's own line."""
     try:
-        from supplyline.fixes import snippets
-    except ImportError:
-        return None
-    fn = getattr(snippets, f"{kind}_fix_snippet", None)
-    if fn is None:
-        return None
-    code = lines[0]["code"] if lines else ""
-    try:
-        return str(fn(code))
-    except Exception:
+        return make(lines[0]["code"] if lines else "")
+    except Exception:  # an odd line the snippet parser cannot read: the generic advice stands
         return None
 
 

@@ -64,7 +64,7 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "dataloader_recommended": recommended_loader(
             loader, sig.stall, record.host.cpu_count, record.host.cuda_available,
             input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings)),
-        "top_lines": [{**l, "file": l["file"]} for l in b.top_lines],
+        "top_lines": b.top_lines,
         "data_wait_lines": b.data_wait_lines,
         "transfers": record.transfers,
         "checkpoints": {"saves": len(record.saves), "seconds": sum(s["duration_s"] for s in record.saves)},
@@ -130,11 +130,3 @@ def dataset_commands(loader: dict[str, Any] | None) -> dict[str, str | None]:
     quoted = shlex.quote(spec)
     batch = f" --batch-size {loader['batch_size']}" if loader and loader.get("batch_size") else ""
     return {"tune_command": f"supplyline tune {quoted}{batch}", "preprocess_command": f"supplyline preprocess {quoted}"}
-
-
-def short_path(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-        return rel if not rel.startswith("..") else path
-    except ValueError:
-        return path

@@ -18,7 +18,6 @@ from types import FrameType
 
 from supplyline.collect.steps import StepClock
 
-_TORCH_DIR = None
 _LIB_DIRS = tuple(
     os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
                                             sysconfig.get_paths()["platlib"]} if p

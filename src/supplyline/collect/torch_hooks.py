@@ -275,9 +275,7 @@ class TorchHooks(Patcher):
                 finally:
                     clock.leave(phase, t)
 
-            wrapper.__wrapped__ = original  # type: ignore[attr-defined]
             wrapper.__name__ = getattr(original, "__name__", "wrapper")
-            wrapper.__doc__ = getattr(original, "__doc__", None)
             return wrapper
 
         return make
@@ -297,8 +295,6 @@ class TorchHooks(Patcher):
                         target = args[1] if len(args) > 1 else kwargs.get("f", kwargs.get("checkpoint_id", ""))
                         hooks.saves.append(SaveEvent(kind, t - clock.t0, _now() - t, str(target)[:200], in_step))
 
-            save.__wrapped__ = original  # type: ignore[attr-defined]
-            save.__doc__ = original.__doc__
             return save
 
         return make

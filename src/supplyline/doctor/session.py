@@ -12,7 +12,6 @@ import shutil
 import statistics
 import sys
 import time
-import warnings
 from dataclasses import asdict
 from typing import Any, Callable, Iterator
 
@@ -255,7 +254,6 @@ def watch(out: str = "supplyline-report", steps: int | None = None, seconds: flo
         outcome = Outcome(1, "exception", type(exc).__name__, str(exc))
         raise
     finally:
-        with warnings.catch_warnings():
-            record = session.stop(outcome)
-            session.record = record  # type: ignore[attr-defined]
-            write_outputs(record, out, quiet=quiet)
+        record = session.stop(outcome)
+        session.record = record  # type: ignore[attr-defined]
+        write_outputs(record, out, quiet=quiet)
