@@ -7,6 +7,7 @@
 
 Run: PYTHONPATH=src python benchmarks/distributed_overhead.py [ROUNDS]
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,11 @@ JOB = [TRAIN, "--destroy", "--samples", "6400", "--hidden", "512"]  # 400 steps 
 
 
 def loop_seconds(argv: list[str]) -> float:
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([os.path.join(HERE, "..", "src"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([os.path.join(HERE, "..", "src"), os.environ.get("PYTHONPATH", "")]),
+    }
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     m = re.search(r"rank 0 final loss \S+ loop_s (\d+\.\d{4})", out.stdout + out.stderr)
     if not m:
@@ -34,10 +38,25 @@ def loop_seconds(argv: list[str]) -> float:
 def main(rounds: int = 3) -> None:
     ratios = []
     for i in range(rounds):
-        plain = loop_seconds([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *JOB])
+        plain = loop_seconds(
+            [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *JOB]
+        )
         with tempfile.TemporaryDirectory() as out:
-            doctor = loop_seconds([sys.executable, "-m", "supplyline", "doctor", "--nproc-per-node", "2", "--no-what-if",
-                                   "--quiet", "--out", out, *JOB])
+            doctor = loop_seconds(
+                [
+                    sys.executable,
+                    "-m",
+                    "supplyline",
+                    "doctor",
+                    "--nproc-per-node",
+                    "2",
+                    "--no-what-if",
+                    "--quiet",
+                    "--out",
+                    out,
+                    *JOB,
+                ]
+            )
         ratios.append(doctor / plain)
         print(f"round {i + 1}: plain {plain:.3f} s, doctor {doctor:.3f} s, ratio {doctor / plain:.3f}")
     print(f"median ratio doctor/plain: {statistics.median(ratios):.3f} (400 DDP steps per rank, 2 ranks, gloo, CPU)")
@@ -75,8 +94,10 @@ def hook_only(rounds: int, steps: int = 300) -> None:
     for _ in range(rounds):
         builtin, timed = run(False), run(True)
         ratios.append(timed / builtin)
-        print(f"backward+all-reduce: built-in {builtin * 1e3:.3f} ms, timed hook {timed * 1e3:.3f} ms, "
-              f"ratio {timed / builtin:.3f}")
+        print(
+            f"backward+all-reduce: built-in {builtin * 1e3:.3f} ms, timed hook {timed * 1e3:.3f} ms, "
+            f"ratio {timed / builtin:.3f}"
+        )
     print(f"median ratio timed hook/built-in: {statistics.median(ratios):.3f} ({steps} backwards, world of one)")
     dist.destroy_process_group()
 

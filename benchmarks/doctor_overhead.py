@@ -7,6 +7,7 @@ The final losses must be identical: the doctor must not change what the job comp
 
     python benchmarks/doctor_overhead.py [--repeats 5] [--steps 300]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,18 @@ def own_threads_cpu_s(out_dir: str) -> float:
 def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int, str]:
     cmd = [sys.executable, JOB, str(steps)]
     if under_doctor:
-        cmd = [sys.executable, "-m", "supplyline", "doctor", "--quiet", "--no-what-if", "--out", out_dir, JOB, str(steps)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "supplyline",
+            "doctor",
+            "--quiet",
+            "--no-what-if",
+            "--out",
+            out_dir,
+            JOB,
+            str(steps),
+        ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     m = RESULT.search(proc.stdout)
     if m is None:
@@ -50,7 +62,7 @@ def main() -> None:
     own_cpu: list[float] = []
     n_steps = 0
     for i in range(args.repeats):
-        for under in ((False, True) if i % 2 == 0 else (True, False)):  # alternate the order
+        for under in (False, True) if i % 2 == 0 else (True, False):  # alternate the order
             wall, cpu, n_steps, loss = run(under, args.steps, out_dir)
             (doc_wall if under else plain_wall).append(wall)
             (doc_cpu if under else plain_cpu).append(cpu)
@@ -65,8 +77,10 @@ def main() -> None:
     print(f"{'CPU time':14}{pc:11.3f}s{dc:11.3f}s{dc / pc:9.4f}{(dc - pc) / n_steps * 1e6:10.1f}")
     print(f"plain step: {pw / n_steps * 1e3:.2f} ms wall")
     own = statistics.median(own_cpu)
-    print(f"doctor's own threads (sampler + monitor): {own * 1e3:.1f} ms CPU per run = {own / n_steps * 1e6:.1f} µs "
-          f"per step, {own / dw * 100:.2f}% of one core")
+    print(
+        f"doctor's own threads (sampler + monitor): {own * 1e3:.1f} ms CPU per run = {own / n_steps * 1e6:.1f} µs "
+        f"per step, {own / dw * 100:.2f}% of one core"
+    )
     print(f"losses identical across all runs: {len(losses) == 1} ({', '.join(sorted(losses))})")
 
 

@@ -3,6 +3,7 @@
 Prints its own loop time (perf_counter around the training loop only, so interpreter and torch
 start-up are excluded) and the final loss, which must be identical with and without the doctor.
 """
+
 import sys
 import time
 

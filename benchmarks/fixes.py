@@ -8,6 +8,7 @@ are noisy; ratios from the same run are what to read). The step time is what the
 sees; the whole-run time includes start-up and what the fix still does at exit (draining the log
 queue, finishing the last checkpoint), so a fix cannot hide its work after the loop.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 # Lines ending in "# BEFORE" exist only in the original script; "# AFTER: code" lines only in the
 # fixed one. The fixed script is the original plus the change docs/fixes.md shows.
-_COMMON_HEAD = '''
+_COMMON_HEAD = """
     import json, logging, os, statistics, sys, time
     import torch
     import torch.nn.functional as F
@@ -32,14 +33,16 @@ _COMMON_HEAD = '''
     # would swamp the effect being measured.
     torch.set_num_threads(1)
     HERE = os.path.dirname(os.path.abspath(__file__))
-'''
+"""
 
-_COMMON_TAIL = '''
+_COMMON_TAIL = """
     print("RESULT " + json.dumps({"steps": STEPS, "mean_step_ms": 1000 * statistics.fmean(times),
                                   "median_step_ms": 1000 * statistics.median(times)}), flush=True)
-'''
+"""
 
-LOGGING_LOOP = _COMMON_HEAD + '''
+LOGGING_LOOP = (
+    _COMMON_HEAD
+    + '''
     # AFTER: from supplyline.fixes import async_logging
 
     class FsyncFileHandler(logging.FileHandler):
@@ -68,9 +71,13 @@ LOGGING_LOOP = _COMMON_HEAD + '''
             logger.info("step %d %s grad-norm %.5f", step, name, param.grad.norm())
         logger.info("step %d loss %.5f", step, loss.detach())
         times.append(time.perf_counter() - started)
-''' + _COMMON_TAIL
+'''
+    + _COMMON_TAIL
+)
 
-CHECKPOINT_LOOP = _COMMON_HEAD + '''
+CHECKPOINT_LOOP = (
+    _COMMON_HEAD
+    + """
     # AFTER: from supplyline.fixes import AsyncCheckpointer
     SAVE_EVERY = 10
     torch.manual_seed(0)
@@ -92,7 +99,9 @@ CHECKPOINT_LOOP = _COMMON_HEAD + '''
             torch.save(model.state_dict(), os.path.join(ckpt_dir, "last.pt"))  # BEFORE
             # AFTER: checkpointer.save(model.state_dict(), step=step)
         times.append(time.perf_counter() - started)
-''' + _COMMON_TAIL
+"""
+    + _COMMON_TAIL
+)
 
 LOOPS = {"logging": LOGGING_LOOP, "checkpoint": CHECKPOINT_LOOP}
 DEFAULT_STEPS = {"logging": 200, "checkpoint": 60}
@@ -103,13 +112,13 @@ def render(template: str, fixed: bool) -> str:
     lines = []
     for line in textwrap.dedent(template).splitlines():
         stripped = line.lstrip()
-        indent = line[:len(line) - len(stripped)]
+        indent = line[: len(line) - len(stripped)]
         if stripped.startswith("# AFTER: "):
             if fixed:
-                lines.append(indent + stripped[len("# AFTER: "):])
+                lines.append(indent + stripped[len("# AFTER: ") :])
         elif line.endswith("# BEFORE"):
             if not fixed:
-                lines.append(line[:-len("# BEFORE")].rstrip())
+                lines.append(line[: -len("# BEFORE")].rstrip())
         else:
             lines.append(line)
     return "\n".join(lines).lstrip("\n") + "\n"
@@ -151,7 +160,7 @@ def run_script(path: str, steps: int) -> Result:
     if done.returncode != 0:
         raise SystemExit(f"benchmark script {path} failed:\n{done.stderr[-2000:]}")
     line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT "))
-    data = json.loads(line[len("RESULT "):])
+    data = json.loads(line[len("RESULT ") :])
     return Result(data["mean_step_ms"], data["median_step_ms"], whole)
 
 
@@ -165,9 +174,15 @@ def best_of(variants: dict[str, str], steps: int, rounds: int) -> dict[str, Resu
         for variant, path in variants.items():
             r = run_script(path, steps)
             seen = best.get(variant)
-            best[variant] = r if seen is None else Result(min(seen.mean_step_ms, r.mean_step_ms),
-                                                          min(seen.median_step_ms, r.median_step_ms),
-                                                          min(seen.whole_run_s, r.whole_run_s))
+            best[variant] = (
+                r
+                if seen is None
+                else Result(
+                    min(seen.mean_step_ms, r.mean_step_ms),
+                    min(seen.median_step_ms, r.median_step_ms),
+                    min(seen.whole_run_s, r.whole_run_s),
+                )
+            )
     return best
 
 
@@ -177,8 +192,13 @@ def doctor_findings(path: str, steps: int, out_dir: str) -> list[dict[str, objec
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     report_dir = os.path.join(out_dir, "doctor-" + os.path.basename(path)[:-3])
-    done = subprocess.run([sys.executable, "-m", "supplyline", "doctor", "--quiet", "--no-what-if", "--out",
-                           report_dir, path], env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "supplyline", "doctor", "--quiet", "--no-what-if", "--out", report_dir, path],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if done.returncode != 0:
         raise SystemExit(f"the doctor failed on {path}:\n{done.stderr[-2000:]}")
     with open(os.path.join(report_dir, "report.json"), encoding="utf-8") as fh:
@@ -188,8 +208,12 @@ def doctor_findings(path: str, steps: int, out_dir: str) -> list[dict[str, objec
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, help="training steps per script (default: logging 200, checkpoint 60)")
-    parser.add_argument("--rounds", type=int, default=2,
-                        help="alternate before/after this many times and keep each one's best (default 2)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="alternate before/after this many times and keep each one's best (default 2)",
+    )
     parser.add_argument("--keep", metavar="DIR", help="write the scripts (and their logs) here and keep them")
     args = parser.parse_args(argv)
     out_dir = args.keep or tempfile.mkdtemp(prefix="supplyline-bench-fixes-")
@@ -201,20 +225,29 @@ def main(argv: list[str] | None = None) -> int:
         steps = args.steps or DEFAULT_STEPS[loop]
         results = best_of(variants, steps, args.rounds)
         for variant, r in results.items():
-            print(f"{loop:<11} {variant:<7} {steps:>5} {r.mean_step_ms:>12.2f} {r.median_step_ms:>10.2f} {r.whole_run_s:>12.2f}")
+            print(
+                f"{loop:<11} {variant:<7} {steps:>5} {r.mean_step_ms:>12.2f} {r.median_step_ms:>10.2f} {r.whole_run_s:>12.2f}"
+            )
         before, after = results["before"], results["after"]
-        ratios.append(f"{loop}: step time {before.mean_step_ms / after.mean_step_ms:.2f}x faster, "
-                      f"whole run {before.whole_run_s / after.whole_run_s:.2f}x faster")
+        ratios.append(
+            f"{loop}: step time {before.mean_step_ms / after.mean_step_ms:.2f}x faster, "
+            f"whole run {before.whole_run_s / after.whole_run_s:.2f}x faster"
+        )
     print("\n".join(["", "before/after ratios (>1 means the fix helps):", *ratios]))
     print("\nthe doctor on each script (does it still report the finding?):")
     for loop, variants in scripts.items():
         steps = args.steps or DEFAULT_STEPS[loop]
         for variant, path in variants.items():
             found = [f for f in doctor_findings(path, steps, out_dir) if f["check"] == loop]
-            shown = f"{found[0]['severity']} {float(found[0]['share_of_step_time']) * 100:.0f}% of step time" if found else "not reported"
+            shown = (
+                f"{found[0]['severity']} {float(found[0]['share_of_step_time']) * 100:.0f}% of step time"
+                if found
+                else "not reported"
+            )
             print(f"  {loop:<11} {variant:<7} {loop} finding: {shown}")
     if not args.keep:
         import shutil
+
         shutil.rmtree(out_dir, ignore_errors=True)
     return 0
 

@@ -7,6 +7,7 @@ Goal: <= 0.1 % of one core at 1 Hz, i.e. <= 1 ms of CPU per sample.
 
     PYTHONPATH=src python benchmarks/monitor_overhead.py [--seconds-1hz 12] [--seconds-10hz 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from supplyline.collect.gpu import GpuReader
 from supplyline.collect.host import CpuReader, DiskReader, MemoryReader
@@ -28,8 +29,9 @@ GOAL_MS_AT_1HZ = 1.0
 
 
 def start_job(seconds: float) -> subprocess.Popen[bytes]:
-    job = subprocess.Popen([sys.executable, BUNDLED_DEMO, "--workers", "4", "--seconds", str(seconds)],
-                           stdout=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        [sys.executable, BUNDLED_DEMO, "--workers", "4", "--seconds", str(seconds)], stdout=subprocess.DEVNULL
+    )
     tree = ProcessTree(job.pid, refresh_children_s=0)
     while len(tree.read()) < 5:  # the trainer and its 4 workers
         if job.poll() is not None:
@@ -45,8 +47,12 @@ def measure_monitor(pid: int, interval: float, seconds: float, backend: str, log
     # Steady state: the one-off baseline read at start is left out.
     per_sample_ms = 1000.0 * (monitor.sampler_cpu_s - monitor.prime_cpu_s) / max(1, monitor.sample_count)
     processes = sum(len(s.processes) for s in monitor.samples) / max(1, monitor.sample_count)
-    return {"samples": monitor.sample_count, "per_sample_ms": per_sample_ms,
-            "core_pct": per_sample_ms / 1000.0 / interval * 100.0, "processes": processes}
+    return {
+        "samples": monitor.sample_count,
+        "per_sample_ms": per_sample_ms,
+        "core_pct": per_sample_ms / 1000.0 / interval * 100.0,
+        "processes": processes,
+    }
 
 
 def time_call(call: Callable[[], object], repeat: int = 200) -> float:
@@ -60,10 +66,12 @@ def time_call(call: Callable[[], object], repeat: int = 200) -> float:
 
 def component_costs(pid: int) -> dict[str, float]:
     cpu, memory, disks, gpu = CpuReader(), MemoryReader(), DiskReader(), GpuReader()
-    costs = {"cpu (/proc/stat)": time_call(cpu.read),
-             "memory + swap (/proc/meminfo, /proc/vmstat)": time_call(memory.read),
-             "disks (/proc/diskstats)": time_call(disks.read),
-             "gpu (NVML)" + ("" if gpu.available else ": not available here"): time_call(gpu.read)}
+    costs = {
+        "cpu (/proc/stat)": time_call(cpu.read),
+        "memory + swap (/proc/meminfo, /proc/vmstat)": time_call(memory.read),
+        "disks (/proc/diskstats)": time_call(disks.read),
+        "gpu (NVML)" + ("" if gpu.available else ": not available here"): time_call(gpu.read),
+    }
     for backend in ("procfs", "psutil"):
         steady = ProcessTree(pid, refresh_children_s=1e9, backend=backend)
         costs[f"tree read, {backend}"] = time_call(steady.read)
@@ -74,9 +82,11 @@ def component_costs(pid: int) -> dict[str, float]:
             time.sleep(0.05)
     sample = monitor.samples[0]
     with tempfile.TemporaryFile("w") as fh:
+
         def write() -> None:
             fh.write(json.dumps(sample.to_dict(), separators=(",", ":")) + "\n")
             fh.flush()
+
         costs["JSONL line: encode + write + flush"] = time_call(write)
     gpu.close()
     return costs
@@ -103,15 +113,18 @@ def main() -> None:
     print(f"Monitor overhead while watching a training job with 4 DataLoader workers ({os.cpu_count()} cores)\n")
     print(f"{'backend':8} {'rate':>6} {'samples':>8} {'procs':>6} {'CPU/sample':>11} {'% of 1 core':>12}")
     for (backend, interval), r in results.items():
-        print(f"{backend:8} {1 / interval:>4.0f}Hz {r['samples']:>8.0f} {r['processes']:>6.1f} "
-              f"{r['per_sample_ms']:>8.3f} ms {r['core_pct']:>11.3f}%")
+        print(
+            f"{backend:8} {1 / interval:>4.0f}Hz {r['samples']:>8.0f} {r['processes']:>6.1f} "
+            f"{r['per_sample_ms']:>8.3f} ms {r['core_pct']:>11.3f}%"
+        )
     fast, slow = results[("procfs", 1.0)], results[("psutil", 1.0)]
     print("\nRatios")
-    print(f"  procfs at 1 Hz vs the goal (1 ms/sample, 0.1% of a core): {fast['per_sample_ms'] / GOAL_MS_AT_1HZ:.2f}x "
-          f"({'met' if fast['per_sample_ms'] <= GOAL_MS_AT_1HZ else 'MISSED'})")
+    print(
+        f"  procfs at 1 Hz vs the goal (1 ms/sample, 0.1% of a core): {fast['per_sample_ms'] / GOAL_MS_AT_1HZ:.2f}x "
+        f"({'met' if fast['per_sample_ms'] <= GOAL_MS_AT_1HZ else 'MISSED'})"
+    )
     print(f"  psutil / procfs CPU per sample at 1 Hz: {slow['per_sample_ms'] / fast['per_sample_ms']:.2f}x")
-    print(f"  10 Hz / 1 Hz share of a core (procfs): "
-          f"{results[('procfs', 0.1)]['core_pct'] / fast['core_pct']:.1f}x")
+    print(f"  10 Hz / 1 Hz share of a core (procfs): {results[('procfs', 0.1)]['core_pct'] / fast['core_pct']:.1f}x")
     print("\nWhere a sample's CPU goes (each reader alone, mean of repeated calls)")
     for name, ms in costs.items():
         print(f"  {name:45} {ms:7.3f} ms")

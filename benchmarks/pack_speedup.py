@@ -11,6 +11,7 @@ Everything it made is removed afterwards.
 
     PYTHONPATH=src python benchmarks/pack_speedup.py --files 30000 --size 100KB --workers 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,7 +65,7 @@ def make_files(root: str, count: int, size: int, classes: int = 10) -> list[str]
         path = os.path.join(root, f"class{i % classes:02d}", f"{i:07d}.jpg")
         start = int(rng.integers(0, len(pool) - n))
         with open(path, "wb") as fh:
-            fh.write(pool[start:start + n])
+            fh.write(pool[start : start + n])
         paths.append(path)
     os.sync()  # so eviction can drop the pages: dirty pages stay cached
     return paths
@@ -99,14 +100,19 @@ def main() -> int:
         print(f"packed into {len(shards)} shards in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         data_bytes = walk(src).total_bytes
 
-        loose = DataLoader(LooseFiles(paths), batch_size=args.batch_size, shuffle=True,
-                           num_workers=args.workers, collate_fn=total)
-        packed = DataLoader(ShardDataset(dst, shuffle_buffer=1000, transform=sample_size),
-                            batch_size=args.batch_size, num_workers=args.workers, collate_fn=total)
+        loose = DataLoader(
+            LooseFiles(paths), batch_size=args.batch_size, shuffle=True, num_workers=args.workers, collate_fn=total
+        )
+        packed = DataLoader(
+            ShardDataset(dst, shuffle_buffer=1000, transform=sample_size),
+            batch_size=args.batch_size,
+            num_workers=args.workers,
+            collate_fn=total,
+        )
         runs = {"loose files": (loose, paths), "shards": (packed, shards)}
         times: dict[str, list[float]] = {name: [] for name in runs}
         for r in range(args.rounds):
-            for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
                 loader, files = runs[name]
                 evict_all(files)
                 seconds, read = timed_epoch(loader)
@@ -115,8 +121,10 @@ def main() -> int:
                 print(f"round {r + 1}: {name:12s} {seconds:6.2f} s", file=sys.stderr)
 
         n = len(paths)
-        print(f"{n:,} samples, {data_bytes / 1e9:.2f} GB, {args.workers} workers, batch {args.batch_size}, "
-              f"cold cache, best of {args.rounds}")
+        print(
+            f"{n:,} samples, {data_bytes / 1e9:.2f} GB, {args.workers} workers, batch {args.batch_size}, "
+            f"cold cache, best of {args.rounds}"
+        )
         for name, seconds in times.items():
             best = min(seconds)
             print(f"{name:12s}: {best:6.2f} s  {n / best:9,.0f} samples/s  {data_bytes / best / 1e9:.2f} GB/s")

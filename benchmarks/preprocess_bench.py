@@ -7,6 +7,7 @@
 2. what the python_loop suggestion is worth: the demo's per-pixel normalize vs its vectorized form;
 3. the GIL check on pure-Python vs NumPy work (threads and processes vs one thread).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -110,7 +111,7 @@ def overheads(ds) -> None:
     proxy_ratios, sampler_ratios, plains = [], [], []
     for n in range(15):
         results = {}
-        for mode in ("plain", "proxied", "sampled")[n % 3:] + ("plain", "proxied", "sampled")[:n % 3]:  # rotate order
+        for mode in ("plain", "proxied", "sampled")[n % 3 :] + ("plain", "proxied", "sampled")[: n % 3]:  # rotate order
             if mode == "plain":
                 results[mode] = getitem_ms(ds, rounds=1)
             elif mode == "proxied":
@@ -123,9 +124,11 @@ def overheads(ds) -> None:
         plains.append(results["plain"])
         proxy_ratios.append(results["proxied"] / results["plain"])
         sampler_ratios.append(results["sampled"] / results["plain"])
-    print(f"{type(ds).__name__}.__getitem__ (median own time {statistics.median(plains):.3f} ms): with stage proxies "
-          f"x{statistics.median(proxy_ratios):.3f}, under the 1 ms line sampler x{statistics.median(sampler_ratios):.3f} "
-          f"(median of 15 paired rounds)")
+    print(
+        f"{type(ds).__name__}.__getitem__ (median own time {statistics.median(plains):.3f} ms): with stage proxies "
+        f"x{statistics.median(proxy_ratios):.3f}, under the 1 ms line sampler x{statistics.median(sampler_ratios):.3f} "
+        f"(median of 15 paired rounds)"
+    )
 
 
 def main() -> None:

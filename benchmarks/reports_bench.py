@@ -7,6 +7,7 @@
 
 Usage: PYTHONPATH=src python benchmarks/reports_bench.py
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,7 +16,8 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "reports"))
@@ -33,8 +35,19 @@ from supplyline.render.live import latest_sample, panel, recent_steps  # noqa: E
 
 
 def doctor(out: str, live: bool) -> RunRecord:
-    args = [sys.executable, "-m", "supplyline", "doctor", "--steps", "150", "--no-what-if", "--out", out,
-            zoo("chatty.py"), "0.002"]
+    args = [
+        sys.executable,
+        "-m",
+        "supplyline",
+        "doctor",
+        "--steps",
+        "150",
+        "--no-what-if",
+        "--out",
+        out,
+        zoo("chatty.py"),
+        "0.002",
+    ]
     if live:
         args.insert(4, "--live")
     rc, _ = run_in_pty(args, cwd=os.path.dirname(out))
@@ -48,8 +61,10 @@ def live_overhead(tmp: str) -> None:
         plain.append(statistics.median(doctor(os.path.join(tmp, f"plain{k}"), False).steps["duration_s"][1:]))
         live.append(statistics.median(doctor(os.path.join(tmp, f"live{k}"), True).steps["duration_s"][1:]))
     p, l = statistics.median(plain), statistics.median(live)
-    print(f"live view: median step {l * 1e3:.2f} ms with --live vs {p * 1e3:.2f} ms without "
-          f"(ratio {l / p:.3f}; the job prints one 170-character line per step)")
+    print(
+        f"live view: median step {l * 1e3:.2f} ms with --live vs {p * 1e3:.2f} ms without "
+        f"(ratio {l / p:.3f}; the job prints one 170-character line per step)"
+    )
 
 
 def panel_cost(record: RunRecord) -> None:
@@ -68,13 +83,25 @@ def panel_cost(record: RunRecord) -> None:
         for _ in range(n):
             screen.refresh()
         per = (time.perf_counter() - t) / n
-        print(f"live panel: {per * 1e6:.0f} µs per refresh (built and drawn by rich, off the training thread); "
-              f"at 2 refreshes/s {per * 2 * 100:.2f}% of one core")
+        print(
+            f"live panel: {per * 1e6:.0f} µs per refresh (built and drawn by rich, off the training thread); "
+            f"at 2 refreshes/s {per * 2 * 100:.2f}% of one core"
+        )
         inplace = _per_print(sink, lambda: TerminalPanel(render, sink, refresh_s=3600), True)
-        rich_live = _per_print(sink, lambda: Live(get_renderable=render, auto_refresh=False, redirect_stdout=True,
-                                                  console=Console(file=sink, force_terminal=True, width=100)), False)
-    print(f"one printed line under the panel: {inplace * 1e6:.1f} µs (in-place proxy) vs {rich_live * 1e6:.1f} µs "
-          f"(rich Live): {rich_live / inplace:.0f}× cheaper, paid on the training thread")
+        rich_live = _per_print(
+            sink,
+            lambda: Live(
+                get_renderable=render,
+                auto_refresh=False,
+                redirect_stdout=True,
+                console=Console(file=sink, force_terminal=True, width=100),
+            ),
+            False,
+        )
+    print(
+        f"one printed line under the panel: {inplace * 1e6:.1f} µs (in-place proxy) vs {rich_live * 1e6:.1f} µs "
+        f"(rich Live): {rich_live / inplace:.0f}× cheaper, paid on the training thread"
+    )
 
 
 def _per_print(sink: Any, make: Callable[[], Any], ours: bool, n: int = 3000) -> float:
@@ -110,8 +137,10 @@ def html_cost(record: RunRecord) -> None:
     import json
 
     record_bytes = len(json.dumps(big.to_dict()))
-    print(f"report.html for 5000 steps and {len(big.monitor['samples'])} monitor samples: built in {took:.2f} s, "
-          f"{len(page) / 2**20:.2f} MiB = {len(page) / record_bytes:.2f}× the record's JSON")
+    print(
+        f"report.html for 5000 steps and {len(big.monitor['samples'])} monitor samples: built in {took:.2f} s, "
+        f"{len(page) / 2**20:.2f} MiB = {len(page) / record_bytes:.2f}× the record's JSON"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Datasets:
 
 Run: PYTHONPATH=src python benchmarks/tune_vs_grid.py [--window 0.8] [--only jpeg,io,ipc]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -131,8 +132,9 @@ def grid(batch_size: int, ladder: list[int]) -> list[LoaderConfig]:
     return configs
 
 
-def side_by_side(case: Case, runs_wanted: list[tuple[LoaderConfig, Consumer]], window: float,
-                 rounds: int) -> list[Measurement]:
+def side_by_side(
+    case: Case, runs_wanted: list[tuple[LoaderConfig, Consumer]], window: float, rounds: int
+) -> list[Measurement]:
     """Interleaved repeats, so drift in the machine's load hits every run alike; the run with the
     median epoch rate of each. A (configuration, consumer) listed twice is measured once."""
     unique = list(dict.fromkeys((c.normalized(), k.description) for c, k in runs_wanted))
@@ -149,8 +151,11 @@ def run_case(case: Case, window: float, rounds: int) -> dict[str, Any]:
     cores = usable_cores()
     ladder = worker_ladder(cores)
     batch = case.target.baseline.batch_size
-    print(f"\n== {case.name}: batch {batch}, consumer {case.consumer.description}, {len(grid(batch, ladder))} "
-          f"grid configurations, window {window:.2f}s", flush=True)
+    print(
+        f"\n== {case.name}: batch {batch}, consumer {case.consumer.description}, {len(grid(batch, ladder))} "
+        f"grid configurations, window {window:.2f}s",
+        flush=True,
+    )
     # The grid: every configuration, same window as the tuner's.
     t0 = time.perf_counter()
     grid_runs = [measure_config(case.target, c, case.consumer, window) for c in grid(batch, ladder)]
@@ -168,8 +173,17 @@ def run_case(case: Case, window: float, rounds: int) -> dict[str, Any]:
     # Side by side: baseline, grid's best, tuner's pick; and the last two with no consumer (loader-only).
     alone = Consumer("none")
     base, grid_m, tuned_m, grid_alone, tuned_alone = side_by_side(
-        case, [(case.target.baseline, case.consumer), (grid_best.config, case.consumer), (tuned, case.consumer),
-               (grid_best.config, alone), (tuned, alone)], window, rounds)
+        case,
+        [
+            (case.target.baseline, case.consumer),
+            (grid_best.config, case.consumer),
+            (tuned, case.consumer),
+            (grid_best.config, alone),
+            (tuned, alone),
+        ],
+        window,
+        rounds,
+    )
     base_rate, grid_rate, tuned_rate = base.score(), grid_m.score(), tuned_m.score()
     model = probe(case.target, case.consumer, batch, cores)
     sample = next(iter(case.target.make_loader(LoaderConfig(batch))))
@@ -182,33 +196,66 @@ def run_case(case: Case, window: float, rounds: int) -> dict[str, Any]:
     # a bound the min() above leaves out. Receiving = the main thread's CPU per batch, loader alone.
     receive_s = tuned_alone.main_cpu_per_batch_s
     main_thread_rate = batch / (consumer_s + receive_s) if consumer_s + receive_s > 0 else float("inf")
-    row = {"dataset": case.name, "baseline": base_rate, "grid_best_config": grid_best.config.label(),
-           "tuned_config": tuned.label(), "grid_best": grid_rate, "tuned": tuned_rate,
-           "consumer_only": consumer_rate, "loader_only": loader_rate, "cores_bound": cores_rate,
-           "ceiling": ceiling, "main_thread_bound": main_thread_rate, "receive_ms": receive_s * 1e3, "grid_s": grid_s, "tuner_s": tuner_s,
-           "tuner_configs": len([m for m in result.measurements if m.derived_from is None]),
-           "grid_configs": len(grid_runs)}
-    print(f"   baseline {base_rate:,.0f}/s | grid best {grid_best.config.label()} {grid_rate:,.0f}/s | "
-          f"tuned {tuned.label()} {tuned_rate:,.0f}/s", flush=True)
-    print(f"   ceiling {ceiling:,.0f}/s = min(consumer-only {consumer_rate:,.0f}, loader-only {loader_rate:,.0f}, "
-          f"cores bound {cores_rate:,.0f}) | main-thread bound {main_thread_rate:,.0f} (receive "
-          f"{receive_s * 1e3:.1f} ms + consumer {consumer_s * 1e3:.1f} ms per batch) | tuner {tuner_s:.1f}s ({row['tuner_configs']} runs) vs grid "
-          f"{grid_s:.1f}s ({len(grid_runs)} runs)", flush=True)
+    row = {
+        "dataset": case.name,
+        "baseline": base_rate,
+        "grid_best_config": grid_best.config.label(),
+        "tuned_config": tuned.label(),
+        "grid_best": grid_rate,
+        "tuned": tuned_rate,
+        "consumer_only": consumer_rate,
+        "loader_only": loader_rate,
+        "cores_bound": cores_rate,
+        "ceiling": ceiling,
+        "main_thread_bound": main_thread_rate,
+        "receive_ms": receive_s * 1e3,
+        "grid_s": grid_s,
+        "tuner_s": tuner_s,
+        "tuner_configs": len([m for m in result.measurements if m.derived_from is None]),
+        "grid_configs": len(grid_runs),
+    }
+    print(
+        f"   baseline {base_rate:,.0f}/s | grid best {grid_best.config.label()} {grid_rate:,.0f}/s | "
+        f"tuned {tuned.label()} {tuned_rate:,.0f}/s",
+        flush=True,
+    )
+    print(
+        f"   ceiling {ceiling:,.0f}/s = min(consumer-only {consumer_rate:,.0f}, loader-only {loader_rate:,.0f}, "
+        f"cores bound {cores_rate:,.0f}) | main-thread bound {main_thread_rate:,.0f} (receive "
+        f"{receive_s * 1e3:.1f} ms + consumer {consumer_s * 1e3:.1f} ms per batch) | tuner {tuner_s:.1f}s ({row['tuner_configs']} runs) vs grid "
+        f"{grid_s:.1f}s ({len(grid_runs)} runs)",
+        flush=True,
+    )
     return row
 
 
 def build_cases(root: str, only: set[str]) -> list[Case]:
     cases = []
     if "jpeg" in only:
-        cases.append(Case("jpeg", target_for_dataset("jpeg", JpegDataset(make_jpegs(256), 2048), 32),
-                          Consumer("synthetic 10 ms per batch", sleep_s=0.010)))
+        cases.append(
+            Case(
+                "jpeg",
+                target_for_dataset("jpeg", JpegDataset(make_jpegs(256), 2048), 32),
+                Consumer("synthetic 10 ms per batch", sleep_s=0.010),
+            )
+        )
     if "io" in only:
         paths = make_files(root, 3000, 32 * 1024)
-        cases.append(Case("io", target_for_dataset("io", LatencyFiles(paths, 0.003), 32),
-                          Consumer("synthetic 5 ms per batch", sleep_s=0.005)))
+        cases.append(
+            Case(
+                "io",
+                target_for_dataset("io", LatencyFiles(paths, 0.003), 32),
+                Consumer("synthetic 5 ms per batch", sleep_s=0.005),
+            )
+        )
     if "ipc" in only:
-        cases.append(Case("ipc", target_for_dataset("ipc", BigTensors(2048), 32),
-                          Consumer("synthetic 5 ms per batch", sleep_s=0.005)))
+        cases.append(
+            Case(
+                "ipc",
+                target_for_dataset("ipc", BigTensors(2048), 32),
+                Consumer("synthetic 5 ms per batch", sleep_s=0.005),
+            )
+        )
     return cases
 
 
@@ -226,13 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="supplyline-bench-") as root:
         rows = [run_case(case, args.window, args.rounds) for case in build_cases(root, set(args.only.split(",")))]
-    print("\ndataset  tuned/grid-best (>=0.97)  tuned/ceiling (>=0.9)  tuner/grid time (<=0.2)  tuned/baseline"
-          "  tuned/min(ceiling, main-thread bound)")
+    print(
+        "\ndataset  tuned/grid-best (>=0.97)  tuned/ceiling (>=0.9)  tuner/grid time (<=0.2)  tuned/baseline"
+        "  tuned/min(ceiling, main-thread bound)"
+    )
     for r in rows:
         both = min(r["ceiling"], r["main_thread_bound"])
-        print(f"{r['dataset']:<8} {_ratio(r['tuned'], r['grid_best']):>24}  {_ratio(r['tuned'], r['ceiling']):>21}  "
-              f"{_ratio(r['tuner_s'], r['grid_s']):>23}  {_ratio(r['tuned'], r['baseline']):>14}"
-              f"  {_ratio(r['tuned'], both):>37}")
+        print(
+            f"{r['dataset']:<8} {_ratio(r['tuned'], r['grid_best']):>24}  {_ratio(r['tuned'], r['ceiling']):>21}  "
+            f"{_ratio(r['tuner_s'], r['grid_s']):>23}  {_ratio(r['tuned'], r['baseline']):>14}"
+            f"  {_ratio(r['tuned'], both):>37}"
+        )
     print(f"total benchmark time {time.perf_counter() - started:.0f}s")
     return 0
 

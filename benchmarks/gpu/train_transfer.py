@@ -3,11 +3,13 @@ chosen on the command line, so the doctor's transfer share and sync counts can b
 
     python train_transfer.py --pin 0|1 --non-blocking 0|1 --item 0|1 [--steps 300]
 """
+
 import argparse
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+
 
 def transfer_dataset():
     """Module-level, so `supplyline tune train_transfer.py:transfer_dataset --transfer` can load it."""

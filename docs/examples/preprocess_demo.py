@@ -6,6 +6,7 @@
 Its chain: decode with PIL, a random crop done through a PIL round trip, a per-pixel Python loop
 normalizing the image, and a conversion to a tensor.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,7 @@ class Compose:
 def random_crop(image: Image.Image) -> Image.Image:
     array = np.asarray(image)
     y, x = random.randint(0, 32), random.randint(0, 32)
-    return Image.fromarray(array[y:y + 96, x:x + 96])
+    return Image.fromarray(array[y : y + 96, x : x + 96])
 
 
 def normalize(image: Image.Image) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 The monitor imports without torch; training-side features import torch lazily.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -11,7 +12,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # pragma: no cover
     from supplyline.collect.sampler import Monitor as Monitor
 
-__all__ = ["Monitor", "watch", "__version__"]
+__all__ = ["Monitor", "__version__", "watch"]
 
 
 def __getattr__(name: str) -> Any:

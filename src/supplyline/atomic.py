@@ -1,4 +1,5 @@
 """Write files so that nothing is ever left half-written: a temporary name, then a rename."""
+
 from __future__ import annotations
 
 import json

@@ -4,14 +4,15 @@ A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run
 Adding a command means adding one module: this file discovers them, so commands written in
 parallel never touch a shared list.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import pkgutil
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Sequence
 
 from supplyline import __version__
 from supplyline.errors import UserError

@@ -1,4 +1,5 @@
 """The one exception type that reaches users as a single clear line."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ What ``python train.py a b`` gives the script, we give it too: ``sys.argv``, ``_
 ``__file__``, and classes that stay picklable for spawn-started DataLoader workers (runpy swaps
 ``sys.modules["__main__"]``; ``exec`` in a fresh dict would break pickling, see NOTES.md).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -12,8 +13,8 @@ import os
 import runpy
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from supplyline.errors import UserError
 
@@ -49,7 +50,7 @@ def parse_target(words: list[str], module: str | None = None) -> Target:
     words = list(words)
     if words and words[0] == "--":
         words = words[1:]
-    if words and os.path.basename(words[0]) in ("python", "python3") or (
+    if (words and os.path.basename(words[0]) in ("python", "python3")) or (
         words and os.path.basename(words[0]).startswith("python3.")
     ):
         words = words[1:]
@@ -142,5 +143,8 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 def _is_ours(filename: str) -> bool:
     # Python 3.11+ can run runpy frozen, named "<frozen runpy>".
-    return (filename == "<frozen runpy>" or os.path.basename(filename) == "runpy.py"
-            or os.path.abspath(filename).startswith(_PACKAGE_DIR))
+    return (
+        filename == "<frozen runpy>"
+        or os.path.basename(filename) == "runpy.py"
+        or os.path.abspath(filename).startswith(_PACKAGE_DIR)
+    )

@@ -5,6 +5,7 @@ re-rendered or compared later without rerunning the job. Times are seconds, size
 ``steps`` is columnar (one list per field, one entry per step) to stay small for long runs.
 The schema is documented field by field in docs/report-schema.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -91,12 +92,14 @@ class RunRecord:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RunRecord":
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
         if not isinstance(data, dict):
             raise UserError("not a supplyline run record (expected a JSON object)")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
-            raise UserError(f"record schema version {version} is not supported (this supplyline reads {SCHEMA_VERSION})")
+            raise UserError(
+                f"record schema version {version} is not supported (this supplyline reads {SCHEMA_VERSION})"
+            )
         nested = {"target": TargetInfo, "host": HostInfo, "outcome": OutcomeInfo, "whatif": WhatIfInfo}
         kwargs: dict[str, Any] = {}
         for f in fields(cls):

@@ -1,4 +1,5 @@
 """Resolve a user's ``MODULE:ATTR`` (or ``path/to/file.py:ATTR``) into an object, with one-line errors."""
+
 from __future__ import annotations
 
 import importlib

@@ -1,4 +1,5 @@
 """Formatting of numbers for people: one place so every command speaks the same units."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by the distributed tests (a module of its own: several test folders have a conftest)."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,8 @@ import os
 import socket
 import subprocess
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "zoo", "ddp_train.py")

@@ -1,4 +1,5 @@
 """The doctor under torchrun, on CPU with gloo: real ranks, real DDP, real DataLoaders."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from distributed_helpers import TRAIN, free_port, load, run, supplyline
 
 pytestmark = pytest.mark.slow
@@ -74,8 +74,23 @@ def test_records_of_an_older_launch_are_left_out(straggler_run, tmp_path):
 def test_healthy_job_run_to_its_end_has_no_straggler(tmp_path):
     """Through `supplyline doctor --nproc-per-node`; the script destroys its group, so the files merge."""
     out = str(tmp_path / "report")
-    proc = run(supplyline("doctor", "--nproc-per-node", "2", "--no-what-if", "--out", out, TRAIN, "--destroy",
-                          "--samples", "480", "--hidden", "512"), str(tmp_path))
+    proc = run(
+        supplyline(
+            "doctor",
+            "--nproc-per-node",
+            "2",
+            "--no-what-if",
+            "--out",
+            out,
+            TRAIN,
+            "--destroy",
+            "--samples",
+            "480",
+            "--hidden",
+            "512",
+        ),
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     report = load(os.path.join(out, "report.json"))
     assert report["straggler"] is None, report["ranks"]
@@ -94,11 +109,34 @@ def test_two_nodes_on_one_machine_give_the_same_merged_report(tmp_path):
     endpoint = f"127.0.0.1:{free_port()}"
     procs = []
     for node in (0, 1):
-        argv = supplyline("doctor", "--nproc-per-node", "1", "--nnodes", "2", "--node-rank", str(node),
-                          "--rdzv-endpoint", endpoint, "--rdzv-id", "two-nodes", "--steps", "20", "--no-what-if",
-                          "--out", outs[node], TRAIN, "--slow-rank", "1", "--slow-ms", "3")
-        procs.append(subprocess.Popen(argv, cwd=str(tmp_path), env=child_env(), stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        argv = supplyline(
+            "doctor",
+            "--nproc-per-node",
+            "1",
+            "--nnodes",
+            "2",
+            "--node-rank",
+            str(node),
+            "--rdzv-endpoint",
+            endpoint,
+            "--rdzv-id",
+            "two-nodes",
+            "--steps",
+            "20",
+            "--no-what-if",
+            "--out",
+            outs[node],
+            TRAIN,
+            "--slow-rank",
+            "1",
+            "--slow-ms",
+            "3",
+        )
+        procs.append(
+            subprocess.Popen(
+                argv, cwd=str(tmp_path), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+        )
     outputs = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     # c10d assigns group ranks by arrival: rank 0 may live on either launcher.
@@ -115,8 +153,24 @@ def test_two_nodes_on_one_machine_give_the_same_merged_report(tmp_path):
 
 def test_a_crashed_rank_is_in_the_report_with_the_others_records(tmp_path):
     out = str(tmp_path / "report")
-    proc = run(supplyline("doctor", "--nproc-per-node", "2", "--no-what-if", "--steps", "30", "--out", out, TRAIN,
-                          "--crash-rank", "1", "--crash-step", "8"), str(tmp_path))
+    proc = run(
+        supplyline(
+            "doctor",
+            "--nproc-per-node",
+            "2",
+            "--no-what-if",
+            "--steps",
+            "30",
+            "--out",
+            out,
+            TRAIN,
+            "--crash-rank",
+            "1",
+            "--crash-step",
+            "8",
+        ),
+        str(tmp_path),
+    )
     assert proc.returncode != 0
     report = load(os.path.join(out, "report.json"))
     first = report["crashes"][0]

@@ -1,4 +1,5 @@
 """Fast checks of the pieces: collective timing in one real gloo process, rank identity, launcher argv, errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,9 +8,9 @@ import os
 import pytest
 import torch
 import torch.distributed as dist
+from distributed_helpers import TRAIN, free_port, run, supplyline
 from torch import nn
 
-from distributed_helpers import TRAIN, free_port, run, supplyline
 from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -29,8 +30,9 @@ def gloo_world_of_one():
 
 def _train_steps(model: nn.Module, steps: int) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1)),
-                                       batch_size=8)
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1)), batch_size=8
+    )
     for i, (x, y) in enumerate(data):
         if i == steps:
             break
@@ -79,12 +81,22 @@ def test_a_users_own_comm_hook_still_runs_inside_the_timed_one(gloo_world_of_one
     finally:
         coll.uninstall()
     assert len(calls) == 3 and coll.summary()["bucket_allreduces"] == 3
-    assert coll.summary()["user_comm_hooks"] == ["test_a_users_own_comm_hook_still_runs_inside_the_timed_one.<locals>.my_hook"]
+    assert coll.summary()["user_comm_hooks"] == [
+        "test_a_users_own_comm_hook_still_runs_inside_the_timed_one.<locals>.my_hook"
+    ]
 
 
 def test_rank_identity_is_shared_by_the_ranks_of_one_launch():
-    env = {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0",
-           "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "job7"}
+    env = {
+        "RANK": "1",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2",
+        "GROUP_RANK": "0",
+        "MASTER_ADDR": "10.0.0.1",
+        "MASTER_PORT": "29500",
+        "TORCHELASTIC_RUN_ID": "job7",
+    }
     one, other = RankInfo.from_env(env), RankInfo.from_env({**env, "RANK": "3", "GROUP_RANK": "1"})
     assert one is not None and other is not None
     assert (one.rank, one.world_size, one.node_rank, other.node_rank) == (1, 4, 0, 1)
@@ -93,25 +105,39 @@ def test_rank_identity_is_shared_by_the_ranks_of_one_launch():
 
 
 def _launcher_args(**kw: object) -> argparse.Namespace:
-    base = dict(nproc_per_node=2, nnodes="1", node_rank=None, rdzv_endpoint=None, rdzv_backend="c10d",
-                rdzv_id="supplyline", steps=10, seconds=None, what_if=False, what_if_steps=20, quiet=False)
+    base = dict(
+        nproc_per_node=2,
+        nnodes="1",
+        node_rank=None,
+        rdzv_endpoint=None,
+        rdzv_backend="c10d",
+        rdzv_id="supplyline",
+        steps=10,
+        seconds=None,
+        what_if=False,
+        what_if_steps=20,
+        quiet=False,
+    )
     return argparse.Namespace(**{**base, **kw})
 
 
 def test_launcher_reinvokes_the_doctor_under_torchrun():
     argv = torchrun_argv(Target("script", "/x/train.py", ["--lr", "1"]), "/out", _launcher_args())
     assert argv[1:3] == ["-m", "torch.distributed.run"] and "--standalone" in argv
-    doctor = argv[argv.index("supplyline"):]
+    doctor = argv[argv.index("supplyline") :]
     assert doctor[:4] == ["supplyline", "doctor", "--out", "/out"] and "--no-what-if" in doctor
     assert doctor[-4:] == ["--", "/x/train.py", "--lr", "1"]
-    multi = torchrun_argv(Target("module", "pkg.train", []), "/out",
-                          _launcher_args(nnodes="2", rdzv_endpoint="head:29400", node_rank=1))
+    multi = torchrun_argv(
+        Target("module", "pkg.train", []), "/out", _launcher_args(nnodes="2", rdzv_endpoint="head:29400", node_rank=1)
+    )
     assert "--standalone" not in multi and multi[multi.index("--rdzv-endpoint") + 1] == "head:29400"
     assert multi[-2:] == ["-m", "pkg.train"]
 
 
-@pytest.mark.parametrize("kw, words", [({"nnodes": "2"}, "--rdzv-endpoint"), ({"seconds": 5.0}, "--steps"),
-                                       ({"nproc_per_node": 0}, "at least 1")])
+@pytest.mark.parametrize(
+    "kw, words",
+    [({"nnodes": "2"}, "--rdzv-endpoint"), ({"seconds": 5.0}, "--steps"), ({"nproc_per_node": 0}, "at least 1")],
+)
 def test_launcher_rejects_options_that_cannot_work(kw, words):
     with pytest.raises(UserError, match=words):
         torchrun_argv(Target("script", "/x/train.py", []), "/out", _launcher_args(**kw))
@@ -119,14 +145,22 @@ def test_launcher_rejects_options_that_cannot_work(kw, words):
 
 def test_seconds_under_torchrun_is_one_clear_line(tmp_path):
     env_rank = {"RANK": "0", "WORLD_SIZE": "2"}
-    from distributed_helpers import child_env
     import subprocess
 
-    proc = subprocess.run(supplyline("doctor", "--seconds", "3", "--out", str(tmp_path / "r"), TRAIN), cwd=str(tmp_path),
-                          env={**child_env(), **env_rank}, capture_output=True, text=True, timeout=120)
+    from distributed_helpers import child_env
+
+    proc = subprocess.run(
+        supplyline("doctor", "--seconds", "3", "--out", str(tmp_path / "r"), TRAIN),
+        cwd=str(tmp_path),
+        env={**child_env(), **env_rank},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "supplyline doctor: under torchrun use --steps N, not --seconds: every rank must stop at the same step"]
+        "supplyline doctor: under torchrun use --steps N, not --seconds: every rank must stop at the same step"
+    ]
 
 
 def test_merge_without_rank_records_is_one_clear_line(tmp_path):
@@ -141,14 +175,28 @@ def test_the_first_failure_is_the_cause_not_the_peers_that_lost_it():
     from supplyline.analyze.distributed import crash_list
 
     def row(rank: int, reason: str, exc: str | None, message: str | None, ended: float) -> dict:
-        return {"rank": rank, "steps": 9, "outcome": {"reason": reason, "exit_code": 1 if exc else 0,
-                                                      "exception_type": exc, "exception_message": message,
-                                                      "ended_unix_s": ended}}
+        return {
+            "rank": rank,
+            "steps": 9,
+            "outcome": {
+                "reason": reason,
+                "exit_code": 1 if exc else 0,
+                "exception_type": exc,
+                "exception_message": message,
+                "ended_unix_s": ended,
+            },
+        }
 
-    peer = ("Got the following error when running the callback: RuntimeError: [pair.cc:553] Connection closed by "
-            "peer [127.0.0.1]:2966. This is typically caused by a remote worker crashing.\n\nAt:\n  x.py(1): f")
-    rows = [row(0, "exception", "RuntimeError", peer, 10.0), row(1, "exception", "ValueError", "bad batch", 11.0),
-            row(2, "terminated", "Terminated", "stopped by SIGTERM", 12.0), row(3, "stopped", None, None, 9.0)]
+    peer = (
+        "Got the following error when running the callback: RuntimeError: [pair.cc:553] Connection closed by "
+        "peer [127.0.0.1]:2966. This is typically caused by a remote worker crashing.\n\nAt:\n  x.py(1): f"
+    )
+    rows = [
+        row(0, "exception", "RuntimeError", peer, 10.0),
+        row(1, "exception", "ValueError", "bad batch", 11.0),
+        row(2, "terminated", "Terminated", "stopped by SIGTERM", 12.0),
+        row(3, "stopped", None, None, 9.0),
+    ]
     crashes = crash_list(rows)
     assert [c["rank"] for c in crashes] == [1, 2, 0] and [c["first"] for c in crashes] == [True, False, False]
     assert crashes[2]["exception_message"].startswith("[pair.cc:553] Connection closed by peer")

@@ -1,4 +1,5 @@
 """Running the target unchanged: the pyinstrument-style probe, exit codes and bad input."""
+
 from __future__ import annotations
 
 import json
@@ -9,7 +10,6 @@ import sys
 import pytest
 
 
-
 def probe_output(stdout: str) -> dict:
     return json.loads(next(l for l in stdout.splitlines() if l.startswith("PROBE "))[6:])
 
@@ -18,11 +18,23 @@ def probe_output(stdout: str) -> dict:
 @pytest.mark.parametrize("form", ["script", "dashdash", "module"])
 def test_probe_sees_the_same_as_under_plain_python(doctor, tmp_path, form, zoo_path):
     script = zoo_path("probe.py")
-    env = {"PROBE_EXIT": "3", "PYTHONPATH": os.pathsep.join([os.path.dirname(script), os.environ.get("PYTHONPATH", "")])}
-    plain_cmd = [sys.executable, script, "--steps", "7", "x"] if form != "module" else [sys.executable, "-m", "probe", "--steps", "7", "x"]
-    plain = subprocess.run(plain_cmd, cwd=str(tmp_path), env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
-    args = {"script": [script, "--steps", "7", "x"], "dashdash": ["--", "python", script, "--steps", "7", "x"],
-            "module": ["-m", "probe", "--steps", "7", "x"]}[form]
+    env = {
+        "PROBE_EXIT": "3",
+        "PYTHONPATH": os.pathsep.join([os.path.dirname(script), os.environ.get("PYTHONPATH", "")]),
+    }
+    plain_cmd = (
+        [sys.executable, script, "--steps", "7", "x"]
+        if form != "module"
+        else [sys.executable, "-m", "probe", "--steps", "7", "x"]
+    )
+    plain = subprocess.run(
+        plain_cmd, cwd=str(tmp_path), env={**os.environ, **env}, capture_output=True, text=True, timeout=120
+    )
+    args = {
+        "script": [script, "--steps", "7", "x"],
+        "dashdash": ["--", "python", script, "--steps", "7", "x"],
+        "module": ["-m", "probe", "--steps", "7", "x"],
+    }[form]
     run = doctor(*args, env=env)
     assert plain.returncode == 3 and run.proc.returncode == 3, run.proc.stderr
     ours, theirs = probe_output(run.proc.stdout), probe_output(plain.stdout)
@@ -109,8 +121,12 @@ def test_ctrl_c_keeps_the_report_and_exit_code(tmp_path):
         "while True:\n    m(torch.randn(4, 8)).sum().backward(); opt.step(); opt.zero_grad()\n"
     )
     out = tmp_path / "report"
-    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "doctor", "--out", str(out), str(script)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supplyline", "doctor", "--out", str(out), str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout.readline().strip() == "READY"
     time.sleep(1.0)  # let it train a little; not a timing assertion
     proc.send_signal(signal.SIGINT)
@@ -126,8 +142,14 @@ def test_report_write_failure_keeps_the_scripts_exit_code(tmp_path):
     """A report directory that becomes unwritable mid-run: one warning line, the script's own exit code."""
     script = tmp_path / "job.py"
     out = tmp_path / "report"
-    script.write_text(f"import os, shutil, sys\nshutil.rmtree({str(out)!r})\nopen({str(out)!r}, 'w').close()\nsys.exit(5)\n")
-    proc = subprocess.run([sys.executable, "-m", "supplyline", "doctor", "--no-what-if", "--out", str(out), str(script)],
-                          capture_output=True, text=True, timeout=120)
+    script.write_text(
+        f"import os, shutil, sys\nshutil.rmtree({str(out)!r})\nopen({str(out)!r}, 'w').close()\nsys.exit(5)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "supplyline", "doctor", "--no-what-if", "--out", str(out), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 5
     assert "supplyline doctor: warning:" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,4 +1,5 @@
 """Fast unit tests of the doctor's pure parts: the step clock, the H2D argument parsing, the sync seam."""
+
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,5 @@
 """The library form: ``with supplyline.watch() as run`` around a loop gives the same record."""
+
 from __future__ import annotations
 
 import json

@@ -1,8 +1,8 @@
 """The planted-bottleneck zoo: each script has one known cause; the doctor must name it."""
+
 from __future__ import annotations
 
 import pytest
-
 
 pytestmark = pytest.mark.slow
 

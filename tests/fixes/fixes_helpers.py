@@ -1,6 +1,7 @@
 """Helpers for the fixes tests: run a small Python script in a real child process.
 
 Imported as ``fixes_helpers`` (pytest puts this folder on sys.path: it has no __init__.py)."""
+
 from __future__ import annotations
 
 import os
@@ -26,14 +27,16 @@ def write_script(directory: str, source: str, name: str = "child.py") -> str:
 
 
 def start_child(script: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, script, *args], env=child_env(), text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, script, *args], env=child_env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def run_child(script: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run to the end; the timeout is a hang guard, not an assertion."""
-    return subprocess.run([sys.executable, script, *args], env=child_env(), text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, script, *args], env=child_env(), text=True, capture_output=True, timeout=timeout
+    )
 
 
 def read_until(proc: subprocess.Popen[str], prefix: str) -> str:
@@ -43,5 +46,7 @@ def read_until(proc: subprocess.Popen[str], prefix: str) -> str:
         if line.startswith(prefix):
             return line.strip()
     proc.wait(timeout=60)
-    raise AssertionError(f"child ended before printing {prefix!r}: rc={proc.returncode}, "
-                         f"stderr={proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError(
+        f"child ended before printing {prefix!r}: rc={proc.returncode}, "
+        f"stderr={proc.stderr.read() if proc.stderr else ''}"
+    )

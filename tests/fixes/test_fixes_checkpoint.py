@@ -1,4 +1,5 @@
 """AsyncCheckpointer in one process: consistency of the snapshot, policies, triggers, pruning."""
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ class Gate:
         self.entered = threading.Event()
         self.opened = threading.Event()
 
-    def __deepcopy__(self, memo: dict) -> "Gate":
+    def __deepcopy__(self, memo: dict) -> Gate:
         return self  # the snapshot must keep the same gate
 
     def __reduce__(self):
@@ -127,11 +128,14 @@ def test_time_trigger(scratch):
         assert ckpt.maybe_save({"w": torch.ones(1)}, step=2) is True
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"keep_last": 0}, "keep_last must be at least 1"),
-    ({"policy": "later"}, "policy must be one of"),
-    ({"every_steps": 0}, "every_steps must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"keep_last": 0}, "keep_last must be at least 1"),
+        ({"policy": "later"}, "policy must be one of"),
+        ({"every_steps": 0}, "every_steps must be at least 1"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(scratch, kwargs, message):
     with pytest.raises(UserError, match=message):
         AsyncCheckpointer(scratch, **kwargs)

@@ -1,5 +1,6 @@
 """AsyncCheckpointer when the process ends: exit and SIGTERM wait for the save, SIGKILL never
 leaves a partial ``latest``, a full disk is one clear error, and the torch.distributed path."""
+
 from __future__ import annotations
 
 import logging
@@ -11,8 +12,8 @@ import time
 
 import pytest
 import torch
-
 from fixes_helpers import read_until, run_child, start_child, write_script
+
 from supplyline.errors import UserError
 from supplyline.fixes import AsyncCheckpointer, load_latest
 
@@ -119,8 +120,9 @@ def small_disk(tmp_path):
     """A real 6 MiB file system (tmpfs), so a save can really run out of space."""
     mount_point = tmp_path / "small-disk"
     mount_point.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.strip() or 'mount failed'})")
     try:

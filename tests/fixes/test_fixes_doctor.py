@@ -1,5 +1,6 @@
 """The doctor reports the logging and checkpoint findings on the benchmark's original loops, and
 no longer (checkpoint) or at most half as large (logging) on the versions that apply supplyline.fixes."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,4 +1,5 @@
 """every(): fires on schedule, averages correctly, and reads the device only when it fires."""
+
 from __future__ import annotations
 
 import time
@@ -36,7 +37,7 @@ def test_reads_the_device_once_per_window_not_once_per_step():
     assert counter.reads == 20  # 1000 steps / 50, not 1000
     assert [step for step, _ in fired] == list(range(49, 1000, 50))
     for window, (_, mean) in enumerate(fired):
-        assert mean == pytest.approx(losses[window * 50:(window + 1) * 50].mean().item(), rel=1e-5)
+        assert mean == pytest.approx(losses[window * 50 : (window + 1) * 50].mean().item(), rel=1e-5)
 
 
 def test_mean_covers_exactly_the_window_and_keeps_precision_for_half_floats():
@@ -63,8 +64,9 @@ def test_seconds_trigger():
     assert log_every(3.0) and log_every.mean == 2.0
 
 
-@pytest.mark.parametrize("kwargs, message", [({}, "give n_steps="), ({"n_steps": 0}, "at least 1"),
-                                             ({"seconds": -1}, "must be positive")])
+@pytest.mark.parametrize(
+    "kwargs, message", [({}, "give n_steps="), ({"n_steps": 0}, "at least 1"), ({"seconds": -1}, "must be positive")]
+)
 def test_bad_arguments(kwargs, message):
     with pytest.raises(UserError, match=message):
         every(**kwargs)

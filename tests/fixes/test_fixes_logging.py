@@ -1,4 +1,5 @@
 """async_logging: the training thread only enqueues, and no queued line is lost on any ending."""
+
 from __future__ import annotations
 
 import logging
@@ -7,10 +8,10 @@ import threading
 from logging.handlers import QueueHandler
 
 import pytest
+from fixes_helpers import read_until, run_child, start_child, write_script
 
 from supplyline.errors import UserError
 from supplyline.fixes import async_logging
-from fixes_helpers import read_until, run_child, start_child, write_script
 
 N_RECORDS = 400
 

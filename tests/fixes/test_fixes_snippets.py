@@ -1,4 +1,5 @@
 """The two-line changes the doctor shows, written against the user's own line."""
+
 from __future__ import annotations
 
 import ast
@@ -13,9 +14,11 @@ def _added(snippet: str) -> list[str]:
 
 def test_checkpoint_snippet_reuses_the_users_state_folder_and_step():
     snippet = checkpoint_fix_snippet('        torch.save(model.state_dict(), f"runs/ckpt_{global_step}.pt")\n')
-    assert _added(snippet) == ["from supplyline.fixes import AsyncCheckpointer",
-                               'checkpointer = AsyncCheckpointer("runs", keep_last=3)',
-                               "        checkpointer.save(model.state_dict(), step=global_step)"]
+    assert _added(snippet) == [
+        "from supplyline.fixes import AsyncCheckpointer",
+        'checkpointer = AsyncCheckpointer("runs", keep_last=3)',
+        "        checkpointer.save(model.state_dict(), step=global_step)",
+    ]
     assert '-         torch.save(model.state_dict(), f"runs/ckpt_{global_step}.pt")' in snippet
 
 

@@ -1,4 +1,5 @@
 """`supplyline monitor` and `supplyline demo` as users run them: real child processes."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,6 @@ import time
 
 import psutil
 import pytest
-
 
 from supplyline.collect.gpu import NO_GPU, GpuReader
 
@@ -28,8 +28,10 @@ def _one_clean_line(stderr: str) -> str:
 
 
 def test_command_exit_code_passes_through(cli) -> None:
-    result = cli(["monitor", "--interval", "0.2", "--", sys.executable, "-c",
-                  "import sys, time; time.sleep(0.6); sys.exit(3)"], timeout=120)
+    result = cli(
+        ["monitor", "--interval", "0.2", "--", sys.executable, "-c", "import sys, time; time.sleep(0.6); sys.exit(3)"],
+        timeout=120,
+    )
     assert result.returncode == 3, result.stderr
     assert "samples over" in result.stdout and "cpu.busy_pct" in result.stdout
     assert "tree.cpu_pct" in result.stdout
@@ -53,8 +55,11 @@ def test_pid_of_no_process(cli, which) -> None:
 
 
 def test_command_keeps_its_stdin_and_stdout(cli) -> None:
-    result = cli(["monitor", "--interval", "0.2", "--", sys.executable, "-c",
-                  "import sys; print(sys.stdin.read().upper())"], input_text="fed through\n", timeout=120)
+    result = cli(
+        ["monitor", "--interval", "0.2", "--", sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"],
+        input_text="fed through\n",
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "FED THROUGH" in result.stdout
 
@@ -95,8 +100,9 @@ def test_watched_pid_that_exits_ends_the_monitor_cleanly(cli, tmp_path) -> None:
 
 def test_host_mode_with_duration_writes_both_logs(cli, tmp_path) -> None:
     log, table = tmp_path / "s.jsonl", tmp_path / "s.csv"
-    result = cli(["monitor", "--interval", "0.25", "--duration", "1", "--log", str(log), "--csv", str(table)],
-                 timeout=120)
+    result = cli(
+        ["monitor", "--interval", "0.25", "--duration", "1", "--log", str(log), "--csv", str(table)], timeout=120
+    )
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(records) >= 3
@@ -107,8 +113,12 @@ def test_host_mode_with_duration_writes_both_logs(cli, tmp_path) -> None:
 
 def test_sigint_stops_the_command_and_still_prints_the_summary(tmp_path) -> None:
     log = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log),
-                             "--", "sleep", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log), "--", "sleep", "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stderr is not None and "watching" in proc.stderr.readline()
         while not log.exists() or not log.read_text().strip():
@@ -141,8 +151,12 @@ def test_bundled_demo_script_is_in_the_package() -> None:
 
 def test_sigint_in_host_mode_prints_the_summary_and_exits_0(tmp_path) -> None:
     log = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supplyline", "monitor", "--interval", "0.2", "--log", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         while not log.exists() or len(log.read_text().splitlines()) < 2:
             time.sleep(0.05)

@@ -1,4 +1,5 @@
 """GPU reader: the real no-NVML path of this machine, and a fake NVML module through the seam."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace

@@ -1,4 +1,5 @@
 """Host figures against independent readings: iostat -x on a real read load, /proc/stat for CPU."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,19 @@ MIB = 2**20
 
 
 def test_disk_rates_follow_iostat_definitions() -> None:
-    before = DiskCounters(reads=100, read_bytes=0, read_ms=50, writes=10, write_bytes=0, write_ms=5,
-                          io_ms=1000, weighted_ms=2000)
-    after = DiskCounters(reads=300, read_bytes=400 * MIB, read_ms=450, writes=20, write_bytes=20 * MIB,
-                         write_ms=45, io_ms=1500, weighted_ms=3000)
+    before = DiskCounters(
+        reads=100, read_bytes=0, read_ms=50, writes=10, write_bytes=0, write_ms=5, io_ms=1000, weighted_ms=2000
+    )
+    after = DiskCounters(
+        reads=300,
+        read_bytes=400 * MIB,
+        read_ms=450,
+        writes=20,
+        write_bytes=20 * MIB,
+        write_ms=45,
+        io_ms=1500,
+        weighted_ms=3000,
+    )
     d = disk_rates(before, after, "vdx", 2.0)
     assert (d.reads_per_s, d.writes_per_s) == (100.0, 5.0)
     assert (d.read_mb_per_s, d.write_mb_per_s) == (200.0, 10.0)
@@ -144,8 +154,12 @@ def test_disk_figures_match_iostat_on_a_cold_read(tmp_path) -> None:
         pytest.skip("the file's block device is not visible in /sys (overlay or tmpfs)")
     seconds = 8
     env = dict(os.environ, LC_ALL="C")
-    iostat = subprocess.Popen(["iostat", "-x", "-d", "-m", "-y", "-o", "JSON", "1", str(seconds), device],
-                              stdout=subprocess.PIPE, text=True, env=env)
+    iostat = subprocess.Popen(
+        ["iostat", "-x", "-d", "-m", "-y", "-o", "JSON", "1", str(seconds), device],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     stop = threading.Event()
     reader = threading.Thread(target=_read_cold_until, args=(path, stop))
     with Monitor(interval=1.0, log=None, gpu=False, tree=False) as monitor:

@@ -1,4 +1,5 @@
 """The oscillation detector on synthetic series with a known answer."""
+
 from __future__ import annotations
 
 import random

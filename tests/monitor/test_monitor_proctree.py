@@ -1,4 +1,5 @@
 """The process tree: a real parent with two real worker children, on both backends."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The Monitor: JSONL and CSV logs, the summary, errors that must not reach the caller."""
+
 from __future__ import annotations
 
 import csv
@@ -10,8 +11,8 @@ import warnings
 import pytest
 
 from supplyline.analyze.summary import percentile, summarize, unit_of
-from supplyline.collect.samples import CpuSample, MemorySample, ProcessSample, Sample, flatten
 from supplyline.collect.sampler import Monitor
+from supplyline.collect.samples import CpuSample, MemorySample, ProcessSample, Sample, flatten
 from supplyline.errors import UserError
 
 
@@ -61,8 +62,12 @@ def test_unwritable_log_is_a_user_error_at_start(tmp_path) -> None:
 
 def test_on_sample_sees_every_sample_on_the_sampling_thread() -> None:
     seen: list[tuple[float, str]] = []
-    monitor = Monitor(interval=0.05, log=None, gpu=False,
-                      on_sample=lambda s: seen.append((s.elapsed_s, threading.current_thread().name)))
+    monitor = Monitor(
+        interval=0.05,
+        log=None,
+        gpu=False,
+        on_sample=lambda s: seen.append((s.elapsed_s, threading.current_thread().name)),
+    )
     with monitor:
         _wait_for_samples(monitor, 3)
     assert [t for t, _ in seen] == [s.elapsed_s for s in monitor.samples]
@@ -105,10 +110,25 @@ def test_internal_errors_become_one_warning_and_sampling_goes_on() -> None:
 
 
 def _sample(t: float, busy: float) -> Sample:
-    cpu = CpuSample(busy_pct=busy, per_core_busy_pct=[busy, busy], user_pct=busy, system_pct=0.0, iowait_pct=0.0,
-                    load_1m=1.0, load_5m=1.0, load_15m=1.0)
-    mem = MemorySample(total_bytes=100, used_bytes=int(busy), available_bytes=50, page_cache_bytes=10,
-                       swap_used_bytes=0, swap_in_bytes_per_s=0.0, swap_out_bytes_per_s=0.0)
+    cpu = CpuSample(
+        busy_pct=busy,
+        per_core_busy_pct=[busy, busy],
+        user_pct=busy,
+        system_pct=0.0,
+        iowait_pct=0.0,
+        load_1m=1.0,
+        load_5m=1.0,
+        load_15m=1.0,
+    )
+    mem = MemorySample(
+        total_bytes=100,
+        used_bytes=int(busy),
+        available_bytes=50,
+        page_cache_bytes=10,
+        swap_used_bytes=0,
+        swap_in_bytes_per_s=0.0,
+        swap_out_bytes_per_s=0.0,
+    )
     return Sample(time_unix_s=1000.0 + t, elapsed_s=t, cpu=cpu, memory=mem)
 
 
@@ -133,12 +153,33 @@ def test_percentile_and_units() -> None:
     assert unit_of("tree.read_bytes_per_s") == "B/s"
     assert unit_of("gpu0.power_w") == "W"
 
+
 def test_flatten_sums_the_tree_and_names_processes() -> None:
     sample = _sample(0, 1.0)
-    sample.processes = [ProcessSample(pid=1, ppid=0, name="train", role="root", cpu_pct=90.0, rss_bytes=100,
-                                      status="running", read_bytes_per_s=None, write_bytes_per_s=5.0),
-                        ProcessSample(pid=2, ppid=1, name="worker", role="child", cpu_pct=50.0, rss_bytes=30,
-                                      status="sleeping", read_bytes_per_s=10.0, write_bytes_per_s=0.0)]
+    sample.processes = [
+        ProcessSample(
+            pid=1,
+            ppid=0,
+            name="train",
+            role="root",
+            cpu_pct=90.0,
+            rss_bytes=100,
+            status="running",
+            read_bytes_per_s=None,
+            write_bytes_per_s=5.0,
+        ),
+        ProcessSample(
+            pid=2,
+            ppid=1,
+            name="worker",
+            role="child",
+            cpu_pct=50.0,
+            rss_bytes=30,
+            status="sleeping",
+            read_bytes_per_s=10.0,
+            write_bytes_per_s=0.0,
+        ),
+    ]
     flat = flatten(sample, per_process=True)
     assert (flat["tree.cpu_pct"], flat["tree.root_cpu_pct"], flat["tree.children_cpu_pct"]) == (140.0, 90.0, 50.0)
     assert flat["tree.rss_bytes"] == 130 and flat["tree.read_bytes_per_s"] == 10.0
@@ -205,8 +246,10 @@ def test_the_monitor_imports_without_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, supplyline; supplyline.Monitor; import supplyline.commands.monitor, supplyline.commands.demo; "
-            "print('torch' in sys.modules)")
+    code = (
+        "import sys, supplyline; supplyline.Monitor; import supplyline.commands.monitor, supplyline.commands.demo; "
+        "print('torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

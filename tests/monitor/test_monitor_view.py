@@ -1,4 +1,5 @@
 """The terminal views render real samples: cores, memory, disks, GPU line, processes, summary."""
+
 from __future__ import annotations
 
 import io

@@ -1,4 +1,5 @@
 """Fixtures for the preprocess tests: the test datasets as a real module in a temporary directory."""
+
 from __future__ import annotations
 
 import importlib

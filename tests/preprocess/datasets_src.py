@@ -3,6 +3,7 @@
 conftest copies this file into a temporary directory as ``pp_datasets.py`` and imports it from
 there, as a user's module would be (spawn-started workers import it by that name too).
 """
+
 from __future__ import annotations
 
 import os

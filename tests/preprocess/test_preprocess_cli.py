@@ -1,4 +1,5 @@
 """End to end: ``supplyline preprocess`` in a real process, with --json and --prof."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,24 @@ import pytest
 @pytest.mark.slow
 def test_cli_reports_ranks_and_writes_json_and_prof(cli, dataset_dir, tmp_path):
     out_json, out_prof = tmp_path / "report.json", tmp_path / "pp.prof"
-    result = cli(["preprocess", "pp_datasets:three_stages", "--samples", "12", "--workers", "1",
-                  "--batch-size", "4", "--json", str(out_json), "--prof", str(out_prof)], cwd=dataset_dir, timeout=300)
+    result = cli(
+        [
+            "preprocess",
+            "pp_datasets:three_stages",
+            "--samples",
+            "12",
+            "--workers",
+            "1",
+            "--batch-size",
+            "4",
+            "--json",
+            str(out_json),
+            "--prof",
+            str(out_prof),
+        ],
+        cwd=dataset_dir,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert "transform chain: transform.transforms" in result.stdout
     assert "Busy(6.0)" in result.stdout and "suggestions" in result.stdout

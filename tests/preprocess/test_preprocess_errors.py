@@ -1,4 +1,5 @@
 """Bad samples and bad input: one index raising is reported and the rest measured; bad targets give one line."""
+
 from __future__ import annotations
 
 import pytest
@@ -39,10 +40,13 @@ def test_unpicklable_dataset_is_measured_in_the_main_process(dsmod, quick):
     assert report.getitem.count == 12 and report.profile.samples == 12
 
 
-@pytest.mark.parametrize("obj, message", [
-    (42, "not a dataset"),
-    ("abc", None),  # a str has __getitem__ and __len__: duck-typed datasets are accepted
-])
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        (42, "not a dataset"),
+        ("abc", None),  # a str has __getitem__ and __len__: duck-typed datasets are accepted
+    ],
+)
 def test_not_a_dataset(obj, message, quick):
     if message is None:
         assert quick(obj, samples=3).getitem.count == 3

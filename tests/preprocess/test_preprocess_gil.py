@@ -4,6 +4,7 @@ The machine is shared, so nothing here asserts absolute speed: processes are com
 in the same run. When other programs hold the cores, throughput cannot show the difference; then it
 shows in how long the threads were blocked waiting for the GIL (Linux schedstat), which the verdict uses.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """cProfile output, line-level hot spots and the Python-loop suggestion."""
+
 from __future__ import annotations
 
 import pstats

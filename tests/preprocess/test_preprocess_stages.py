@@ -1,4 +1,5 @@
 """Transform chains: discovery in each shape, per-stage timing and ranking, type churn, caching."""
+
 from __future__ import annotations
 
 import pytest

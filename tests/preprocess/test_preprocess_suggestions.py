@@ -1,4 +1,5 @@
 """Suggestions keyed to measurements, and a DataLoader as the target."""
+
 from __future__ import annotations
 
 from torch.utils.data import DataLoader

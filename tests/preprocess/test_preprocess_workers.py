@@ -1,5 +1,6 @@
 """Inside real DataLoader workers: per-worker profiles merged with pstats; the worker->trainer hand-over;
 image decoders measured on the dataset's own files."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,15 @@ import pytest
 @pytest.mark.parametrize("start_method, workers", [("fork", 2), ("spawn", 1)])  # spawn: each worker imports torch
 def test_each_worker_is_profiled_and_the_profiles_merge(dsmod, quick, tmp_path, start_method, workers):
     prof = tmp_path / "main.prof"
-    report = quick(dsmod.PixelLoop(), samples=12, workers=workers, batch_size=4, prof_path=str(prof),
-                   start_method=start_method, line_seconds=0.1)
+    report = quick(
+        dsmod.PixelLoop(),
+        samples=12,
+        workers=workers,
+        batch_size=4,
+        prof_path=str(prof),
+        start_method=start_method,
+        line_seconds=0.1,
+    )
     w = report.workers
     assert w is not None, report.notes
     assert w.workers == workers and w.start_method == start_method and w.batches == 3

@@ -1,4 +1,5 @@
 """Session fixtures for the report tests: real doctor runs, shared by every test that reads them."""
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 scripts ran and every console message it logged. No DevTools client needed: ``--dump-dom``
 serializes the live DOM, and ``--enable-logging=stderr`` prints each console message as a
 ``CONSOLE`` line (an uncaught error or a CSP violation included)."""
+
 from __future__ import annotations
 
 import re
@@ -55,8 +56,13 @@ class DomIndex(HTMLParser):
             self._stack[-1].text.append(data)
 
     def find(self, tag: str | None = None, figure: str | None = None, **attrs: str) -> list[Node]:
-        return [n for n in self.nodes if (tag is None or n.tag == tag) and (figure is None or n.figure == figure)
-                and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())]
+        return [
+            n
+            for n in self.nodes
+            if (tag is None or n.tag == tag)
+            and (figure is None or n.figure == figure)
+            and all(n.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
 
     def by_id(self, ident: str) -> Node | None:
         return next((n for n in self.nodes if n.attrs.get("id") == ident), None)
@@ -75,10 +81,26 @@ def load(path: str, timeout: float = 120) -> Loaded:
     assert exe is not None
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
         proc = subprocess.run(
-            [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--dump-dom", f"file://{path}"],
-            capture_output=True, text=True, timeout=timeout)
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-extensions",
+                f"--user-data-dir={profile}",
+                "--enable-logging=stderr",
+                "--v=0",
+                "--dump-dom",
+                f"file://{path}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     console = [m.group(1) for m in CONSOLE.finditer(proc.stderr)]
     return Loaded(DomIndex(proc.stdout), proc.stdout, console)

@@ -1,5 +1,6 @@
 """report.html in a real browser (Debian chromium, headless): it draws, logs no console error, and a
 script path containing <script>alert(1)</script> executes nothing."""
+
 from __future__ import annotations
 
 import os
@@ -12,12 +13,15 @@ from reports_helpers import XSS, with_monitor, without_monitor
 from supplyline.record import RunRecord
 from supplyline.render.html import PLOTS, build_html
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(chromium() is None, reason="needs Debian chromium (apt-get install chromium; .ci/run does)")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(chromium() is None, reason="needs Debian chromium (apt-get install chromium; .ci/run does)"),
+]
 
 # A test-only first script: turns any alert() into a DOM marker that --dump-dom shows.
-ALERT_TRAP = ("<script>window.alert=function(m){document.documentElement.setAttribute('data-alerted',String(m));};"
-              "</script>")
+ALERT_TRAP = (
+    "<script>window.alert=function(m){document.documentElement.setAttribute('data-alerted',String(m));};</script>"
+)
 
 
 def _write(tmp_path, name: str, page: str) -> str:
@@ -96,7 +100,9 @@ def test_the_alert_trap_does_catch_an_injection(tmp_path, base_run: str) -> None
 def test_csp_blocks_injected_scripts_too(tmp_path, base_run: str) -> None:
     """Defence in depth: with the page's own CSP, even an unescaped injection does not run."""
     page = open(os.path.join(base_run, "report.html"), encoding="utf-8").read()
-    unescaped = page.replace(XSS.replace("<", "&lt;").replace(">", "&gt;"), XSS.replace("alert(1)", "document.title='pwned'"))
+    unescaped = page.replace(
+        XSS.replace("<", "&lt;").replace(">", "&gt;"), XSS.replace("alert(1)", "document.title='pwned'")
+    )
     got = load(_write(tmp_path, "csp.html", unescaped))
     assert "pwned" not in "".join(got.dom.find("title")[0].text)
     assert any("Content Security Policy" in m for m in got.console)

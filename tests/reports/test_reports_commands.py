@@ -1,4 +1,5 @@
 """`supplyline report` re-renders a saved run; `supplyline compare` gates on regressions; bad input is one line, exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -42,22 +43,33 @@ def test_report_rewrites_the_chosen_files(tmp_path, base_run: str) -> None:
     assert rerendered["steps"] == original["steps"] and rerendered["verdict"] == original["verdict"]
 
 
-@pytest.mark.parametrize("case", ["missing_dir", "no_record", "corrupt", "schema", "malformed", "not_object",
-                                  "inconsistent"])
+@pytest.mark.parametrize(
+    "case", ["missing_dir", "no_record", "corrupt", "schema", "malformed", "not_object", "inconsistent"]
+)
 def test_bad_input_is_one_line_exit_2(tmp_path, base_run: str, case: str) -> None:
     d = tmp_path / "run"
     record = json.load(open(os.path.join(base_run, "record.json")))
     if case != "missing_dir":
         d.mkdir()
-    body = {"corrupt": '{"schema_version": 1, "tar', "schema": json.dumps({**record, "schema_version": 99}),
-            "malformed": json.dumps({**record, "target": 5}), "not_object": "[1, 2]",
-            "inconsistent": json.dumps({**record, "steps": {"whatif": [0.0] * 6}})}.get(case)
+    body = {
+        "corrupt": '{"schema_version": 1, "tar',
+        "schema": json.dumps({**record, "schema_version": 99}),
+        "malformed": json.dumps({**record, "target": 5}),
+        "not_object": "[1, 2]",
+        "inconsistent": json.dumps({**record, "steps": {"whatif": [0.0] * 6}}),
+    }.get(case)
     if body is not None:
         (d / "record.json").write_text(body)
     line = _one_line_error(supplyline(["report", str(d), "--html"]), "report")
-    assert {"missing_dir": "no run record", "no_record": "no run record", "corrupt": "cannot read",
-            "schema": "schema version 99", "malformed": "'target' is malformed",
-            "not_object": "not a supplyline run record", "inconsistent": "is inconsistent (KeyError"}[case] in line
+    assert {
+        "missing_dir": "no run record",
+        "no_record": "no run record",
+        "corrupt": "cannot read",
+        "schema": "schema version 99",
+        "malformed": "'target' is malformed",
+        "not_object": "not a supplyline run record",
+        "inconsistent": "is inconsistent (KeyError",
+    }[case] in line
     assert not (d / "report.html").exists()
     _one_line_error(supplyline(["compare", base_run, str(d)]), "compare")
 

@@ -1,4 +1,5 @@
 """report.html without a browser: self-contained, data embedded safely, every user string escaped."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ def test_doctor_writes_report_html(base_run: str) -> None:
 
 def test_page_needs_no_network(monitored_record: RunRecord) -> None:
     page = build_html(monitored_record)
-    assert not re.search(r'\s(src|href)\s*=', page), "the page must not load anything"
+    assert not re.search(r"\s(src|href)\s*=", page), "the page must not load anything"
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in page
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)

@@ -2,6 +2,7 @@
 
 Lightning and transformers are optional; the tests skip with the reason when they are not installed.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ from supplyline.collect.torch_hooks import Controller, TorchHooks
 
 
 def _run(script: str, out: str, steps: int, cwd: str) -> tuple[dict, dict, str]:
-    proc = subprocess.run([sys.executable, zoo(script), out, str(steps)], cwd=cwd, env=child_env(),
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, zoo(script), out, str(steps)],
+        cwd=cwd,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(os.path.join(out, "record.json")) as fh:
         record = json.load(fh)

@@ -1,4 +1,5 @@
 """`supplyline doctor --live`: the panel refreshes on stderr and the script's own lines arrive whole."""
+
 from __future__ import annotations
 
 import fcntl
@@ -54,8 +55,24 @@ def run_in_pty(args: list[str], cwd: str, columns: int = 80, timeout: float = 30
 @pytest.mark.slow
 def test_live_panel_keeps_every_printed_line_whole(tmp_path) -> None:
     out = str(tmp_path / "report")
-    rc, screen = run_in_pty([sys.executable, "-m", "supplyline", "doctor", "--live", "--steps", "25",
-                             "--what-if-steps", "5", "--out", out, zoo("chatty.py"), "0.002"], cwd=str(tmp_path))
+    rc, screen = run_in_pty(
+        [
+            sys.executable,
+            "-m",
+            "supplyline",
+            "doctor",
+            "--live",
+            "--steps",
+            "25",
+            "--what-if-steps",
+            "5",
+            "--out",
+            out,
+            zoo("chatty.py"),
+            "0.002",
+        ],
+        cwd=str(tmp_path),
+    )
     assert rc == 0, screen[-3000:]
     assert "supplyline doctor ▸ chatty.py" in screen  # the panel was drawn
     assert "\x1b[1A" in screen or "\x1b[2K" in screen  # ... and redrawn in place

@@ -1,6 +1,7 @@
 """trace.json, validated strictly (the perfetto package's trace processor needs a download, so we
 check the Chrome trace event format ourselves): required keys per event type, slices nested in
 their step, counters numeric, processes and threads named."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,11 @@ from typing import Any
 from supplyline.record import RunRecord
 from supplyline.render.trace import build_trace
 
-REQUIRED = {"X": {"name", "ph", "ts", "dur", "pid", "tid", "cat"}, "C": {"name", "ph", "ts", "pid", "args"},
-            "M": {"name", "ph", "pid", "tid", "args"}}
+REQUIRED = {
+    "X": {"name", "ph", "ts", "dur", "pid", "tid", "cat"},
+    "C": {"name", "ph", "ts", "pid", "args"},
+    "M": {"name", "ph", "pid", "tid", "args"},
+}
 METADATA = {"process_name": "name", "thread_name": "name", "process_sort_index": "sort_index"}
 
 
@@ -30,7 +34,9 @@ def validate(trace: dict[str, Any]) -> dict[str, Any]:
             assert isinstance(ev["ts"], (int, float)) and ev["ts"] >= 0 and ev["dur"] >= 0, ev
             (steps if ev["cat"] == "step" else phases).append(ev)
         elif ph == "C":
-            assert ev["args"] and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["args"].values()), ev
+            assert ev["args"] and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in ev["args"].values()
+            ), ev
             counters.append(ev)
         else:
             assert ev["name"] in METADATA, ev
@@ -39,8 +45,14 @@ def validate(trace: dict[str, Any]) -> dict[str, Any]:
             names[(ev["name"], ev["pid"], ev["tid"])] = value
     # Phases nest in exactly one step on the same track, and never overlap each other.
     for p in phases:
-        parents = [s for s in steps if s["pid"] == p["pid"] and s["tid"] == p["tid"]
-                   and s["ts"] <= p["ts"] and p["ts"] + p["dur"] <= s["ts"] + s["dur"]]
+        parents = [
+            s
+            for s in steps
+            if s["pid"] == p["pid"]
+            and s["tid"] == p["tid"]
+            and s["ts"] <= p["ts"]
+            and p["ts"] + p["dur"] <= s["ts"] + s["dur"]
+        ]
         assert len(parents) == 1, p
     ordered = sorted(phases, key=lambda p: p["ts"])
     for a, b in zip(ordered, ordered[1:]):
@@ -67,8 +79,15 @@ def test_doctor_trace_is_valid(base_run: str, base_record: RunRecord) -> None:
 def test_trace_counters_and_named_workers(monitored_record: RunRecord) -> None:
     got = validate(build_trace(monitored_record))
     names = {c["name"] for c in got["counters"]}
-    assert {"CPU busy (%)", "CPU per core (%)", "memory (GiB)", "disk nvme0n1 (MB/s)", "disk nvme0n1 util (%)",
-            "GPU0 util (%)", "CPU (% of a core)"} <= names
+    assert {
+        "CPU busy (%)",
+        "CPU per core (%)",
+        "memory (GiB)",
+        "disk nvme0n1 (MB/s)",
+        "disk nvme0n1 util (%)",
+        "GPU0 util (%)",
+        "CPU (% of a core)",
+    } <= names
     assert got["names"][("process_name", 5000, 0)] == "DataLoader worker 5000"
     assert got["names"][("process_name", 5001, 0)] == "DataLoader worker 5001"
     assert any(c["pid"] == 4242 for c in got["counters"])  # the trainer's real pid, from the monitor

@@ -1,9 +1,10 @@
 """Fixtures for the storage tests: small file systems to fill."""
+
 from __future__ import annotations
 
 import os
 import subprocess
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,8 +17,7 @@ def small_mount(tmp_path) -> Iterator:
     def mount(options: str) -> str:
         target = str(tmp_path / f"mnt{len(mounted)}")
         os.makedirs(target)
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", target],
-                              capture_output=True, text=True)
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", target], capture_output=True, text=True)
         if done.returncode != 0:
             pytest.skip(f"cannot mount a small tmpfs (needs root): {done.stderr.strip() or done.returncode}")
         mounted.append(target)

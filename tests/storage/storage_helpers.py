@@ -1,4 +1,5 @@
 """Helpers for the storage tests: datasets made of real, deterministic files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,9 @@ def tree_bytes(root: str, skip_broken: bool = False) -> dict[str, bytes]:
     return out
 
 
-def pack_in_process(src: str, dst: str, fmt: str = "webdataset", shard_size: int = 1 << 20,
-                    seed: int | None = 0) -> dict:
+def pack_in_process(
+    src: str, dst: str, fmt: str = "webdataset", shard_size: int = 1 << 20, seed: int | None = 0
+) -> dict:
     """Pack without a child process (for setting up a test; the CLI is tested on its own)."""
     from supplyline.experiments.pack.run import pack
     from supplyline.experiments.pack.samples import plan_samples

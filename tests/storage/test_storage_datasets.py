@@ -1,4 +1,5 @@
 """ShardDataset and LMDBDataset in real DataLoaders: every sample exactly once, bytes intact."""
+
 from __future__ import annotations
 
 import os
@@ -8,9 +9,9 @@ import sys
 from collections import Counter
 
 import pytest
+from storage_helpers import make_basename_dataset, pack_in_process
 from torch.utils.data import DataLoader
 
-from storage_helpers import make_basename_dataset, pack_in_process
 from supplyline.datasets import LMDBDataset, ShardDataset
 from supplyline.datasets.shards import assignment
 
@@ -22,8 +23,12 @@ def packed(tmp_path_factory):
     expected = make_basename_dataset(str(root / "src"), 60, size=1500)
     manifest = pack_in_process(str(root / "src"), str(root / "wds"), "webdataset", 8 << 10)
     pack_in_process(str(root / "src"), str(root / "lmdb"), "lmdb")
-    return {"expected": expected, "wds": str(root / "wds"), "lmdb": str(root / "lmdb"),
-            "shards": [os.path.join(root, "wds", s["name"]) for s in manifest["shards"]]}
+    return {
+        "expected": expected,
+        "wds": str(root / "wds"),
+        "lmdb": str(root / "lmdb"),
+        "shards": [os.path.join(root, "wds", s["name"]) for s in manifest["shards"]],
+    }
 
 
 def _keys_over_ranks(dataset, ranks: int, workers: int, monkeypatch) -> Counter:
@@ -74,8 +79,10 @@ def test_shuffle_buffer_changes_order_not_content(packed):
 
 
 def test_shard_bytes_and_labels_through_workers(packed):
-    got = {s["__key__"]: (s["bin"], int(s["cls"])) for s in
-           DataLoader(ShardDataset(packed["wds"]), batch_size=None, num_workers=2)}
+    got = {
+        s["__key__"]: (s["bin"], int(s["cls"]))
+        for s in DataLoader(ShardDataset(packed["wds"]), batch_size=None, num_workers=2)
+    }
     assert got == {k: (v["bin"], int(v["cls"])) for k, v in packed["expected"].items()}
 
 
@@ -130,8 +137,16 @@ def test_split_follows_torch_distributed_when_initialized(packed, tmp_path):
     script = tmp_path / "dist_probe.py"
     script.write_text(_DIST_SCRIPT)
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
-    procs = [subprocess.Popen([sys.executable, str(script), str(r), packed["wds"]], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(r), packed["wds"]],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in range(2)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     per_rank = json.loads(outs[0][0].strip().splitlines()[-1])
@@ -146,8 +161,12 @@ def test_tar_member_reader_agrees_with_tarfile(fmt):
 
     from supplyline.datasets.shards import iter_tar_members
 
-    members = [("deep/" * 30 + "x.jpg", b"1" * 700), ("short.cls", b"3"), ("empty.bin", b""),
-               ("n" * 90 + "/" + "m" * 90 + ".txt", b"long name" * 100)]
+    members = [
+        ("deep/" * 30 + "x.jpg", b"1" * 700),
+        ("short.cls", b"3"),
+        ("empty.bin", b""),
+        ("n" * 90 + "/" + "m" * 90 + ".txt", b"long name" * 100),
+    ]
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=getattr(tarfile, fmt)) as tf:
         for name, data in members:

@@ -1,4 +1,5 @@
 """`supplyline disk` end to end on real files, its verdict, and Ctrl-C."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,9 @@ def test_disk_measures_every_cell_and_writes_json(tmp_path, cli):
     assert report["inventory"]["total_bytes"] == 300 * 30_000 + (16 << 20)
     got = {(m["test"], m["cache"], m["threads"]) for m in report["measurements"]}
     assert got == {(t, c, n) for t in ("sequential", "small_files") for c in ("cold", "warm") for n in (1, 2)} | {
-        ("metadata", "warm", 1), ("metadata", "warm", 2)}
+        ("metadata", "warm", 1),
+        ("metadata", "warm", 2),
+    }
     for m in report["measurements"]:
         assert m["ops_per_s"] > 0 and m["complete"]
         if m["cache"] == "cold":
@@ -54,8 +57,20 @@ def test_disk_measures_every_cell_and_writes_json(tmp_path, cli):
 def test_probe_file_when_no_large_files_and_it_is_removed(tmp_path, cli):
     path = _dataset(tmp_path, 50, 10_000)
     before = sorted(os.listdir(path))
-    done = cli(["disk", path, "--threads", "1", "--only", "sequential", "--sequential-bytes", "32M",
-                "--json", str(tmp_path / "r.json")])
+    done = cli(
+        [
+            "disk",
+            path,
+            "--threads",
+            "1",
+            "--only",
+            "sequential",
+            "--sequential-bytes",
+            "32M",
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
+    )
     assert done.returncode == 0, done.stderr
     report = json.load(open(tmp_path / "r.json"))
     assert report["sequential_source"].startswith("a probe file of 32.0 MiB")
@@ -82,9 +97,28 @@ def test_ctrl_c_prints_what_was_measured(tmp_path):
     with open(path, "wb") as fh:
         fh.truncate(64 << 30)
     out = str(tmp_path / "r.json")
-    proc = subprocess.Popen([sys.executable, "-m", "supplyline", "disk", path, "--only", "sequential",
-                             "--threads", "1", "--seconds", "120", "--sequential-bytes", "64G", "--json", out],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "supplyline",
+            "disk",
+            path,
+            "--only",
+            "sequential",
+            "--threads",
+            "1",
+            "--seconds",
+            "120",
+            "--sequential-bytes",
+            "64G",
+            "--json",
+            out,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = ""
     while "Measuring" not in seen:
         line = proc.stdout.readline()
@@ -105,8 +139,18 @@ def test_ctrl_c_prints_what_was_measured(tmp_path):
 def _report(tmp_path, kind: str, cells: list[Cell], shm_free: int = 0) -> DiskReport:
     path = _dataset(tmp_path, 20, 110_000)
     inv = take_inventory(walk(path))
-    loc = Location("/", "nfs4" if kind == "network" else "ext4", "srv:/x", None, kind, f"{kind} storage", None,
-                   None, 64 << 30, shm_free)
+    loc = Location(
+        "/",
+        "nfs4" if kind == "network" else "ext4",
+        "srv:/x",
+        None,
+        kind,
+        f"{kind} storage",
+        None,
+        None,
+        64 << 30,
+        shm_free,
+    )
     return DiskReport(path, inv, loc, Residency(0.0, 0, 20), Options([1, 2, 8]), cells)
 
 
@@ -115,8 +159,11 @@ def _cell(test, cache, threads, mb_s, ops_s) -> Cell:
 
 
 def test_verdict_advises_packing_with_the_numbers(tmp_path):
-    cells = [_cell("small_files", "cold", 1, 340, 3100), _cell("small_files", "cold", 8, 330, 3000),
-             _cell("sequential", "cold", 1, 2300, 2300)]
+    cells = [
+        _cell("small_files", "cold", 1, 340, 3100),
+        _cell("small_files", "cold", 8, 330, 3000),
+        _cell("sequential", "cold", 1, 2300, 2300),
+    ]
     lines = verdict(_report(tmp_path, "ssd", cells))
     pack = [line for line in lines if "supplyline pack" in line][0]
     assert "20 files averaging 107.4 KiB read cold at 3,100 files/s (0.34 GB/s)" in pack
@@ -124,8 +171,11 @@ def test_verdict_advises_packing_with_the_numbers(tmp_path):
 
 
 def test_verdict_network_names_the_worker_count(tmp_path):
-    cells = [_cell("small_files", "cold", 1, 20, 200), _cell("small_files", "cold", 2, 40, 400),
-             _cell("small_files", "cold", 8, 41, 410)]
+    cells = [
+        _cell("small_files", "cold", 1, 20, 200),
+        _cell("small_files", "cold", 2, 40, 400),
+        _cell("small_files", "cold", 8, 41, 410),
+    ]
     lines = verdict(_report(tmp_path, "network", cells))
     assert "latency dominates" in lines[0] and "help up to 2" in lines[0]
 

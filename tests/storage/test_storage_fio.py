@@ -7,6 +7,7 @@ measurably slower, which would compare buffers, not storage). The machine is sha
 busy jobs, so runs alternate back to back and the best run of each tool is compared — the run least
 disturbed by others, as benchmarks take the fastest of several repeats.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ import statistics
 import subprocess
 
 import pytest
-
 from storage_helpers import payload
 
 SIZE = 512 << 20
@@ -24,16 +24,46 @@ PAIRS = 7
 
 
 def _fio_cold_mb_s(path: str) -> float:
-    done = subprocess.run(["fio", "--name=seq", f"--filename={path}", "--rw=read", "--bs=1M", "--ioengine=psync",
-                           "--invalidate=1", "--direct=0", "--mem=mmap", f"--size={SIZE}", "--numjobs=1",
-                           "--output-format=json"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            "fio",
+            "--name=seq",
+            f"--filename={path}",
+            "--rw=read",
+            "--bs=1M",
+            "--ioengine=psync",
+            "--invalidate=1",
+            "--direct=0",
+            "--mem=mmap",
+            f"--size={SIZE}",
+            "--numjobs=1",
+            "--output-format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["jobs"][0]["read"]["bw_bytes"] / 1e6
 
 
 def _supplyline_cold_mb_s(cli, path: str, out: str) -> float:
-    done = cli(["disk", path, "--only", "sequential", "--threads", "1", "--block-size", "1M",
-                    "--sequential-bytes", "1G", "--json", out])
+    done = cli(
+        [
+            "disk",
+            path,
+            "--only",
+            "sequential",
+            "--threads",
+            "1",
+            "--block-size",
+            "1M",
+            "--sequential-bytes",
+            "1G",
+            "--json",
+            out,
+        ]
+    )
     assert done.returncode == 0, done.stderr
     cells = [m for m in json.load(open(out))["measurements"] if m["cache"] == "cold"]
     assert len(cells) == 1 and cells[0]["bytes"] == SIZE and cells[0]["cold_method"] == "fadvise"
@@ -66,6 +96,8 @@ def test_cold_sequential_rate_agrees_with_fio(tmp_path, cli):
         our_rates.append(ours)
         ratios.append(ours / theirs)
     best = max(our_rates) / max(fio_rates)
-    print(f"supplyline/fio cold sequential: best {max(our_rates):.0f} / {max(fio_rates):.0f} MB/s = {best:.2f}; "
-          f"pairwise ratios {[round(r, 2) for r in ratios]}, median {statistics.median(ratios):.2f}")
+    print(
+        f"supplyline/fio cold sequential: best {max(our_rates):.0f} / {max(fio_rates):.0f} MB/s = {best:.2f}; "
+        f"pairwise ratios {[round(r, 2) for r in ratios]}, median {statistics.median(ratios):.2f}"
+    )
     assert 0.85 <= best <= 1.15, f"supplyline/fio = {best:.2f} (fio {fio_rates}, supplyline {our_rates})"

@@ -1,4 +1,5 @@
 """Inventory, location and page-cache residency on files the tests make."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """`supplyline pack`: round trips, manifest, refusals, resume after SIGKILL, full disks, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -9,8 +10,8 @@ import sys
 import time
 
 import pytest
-
 from storage_helpers import make_basename_dataset, make_imagefolder, pack_in_process, tree_bytes
+
 from supplyline.datasets import LMDBDataset, ShardDataset
 from supplyline.datasets.shards import iter_shard_samples
 from supplyline.errors import UserError
@@ -89,8 +90,9 @@ def test_force_never_deletes_foreign_files(tmp_path, cli):
 
 def _kill_midway(cmd: list[str], dst: str, fmt: str) -> None:
     """Start pack in a child, SIGKILL it once part of the output exists (and before it finishes)."""
-    proc = subprocess.Popen([sys.executable, "-m", "supplyline", *cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supplyline", *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     env_file = os.path.join(dst, ".supplyline-pack", "lmdb", "data.mdb")
     while proc.poll() is None:
         if fmt == "webdataset":
@@ -117,7 +119,9 @@ def test_sigkilled_pack_resumes_to_an_identical_result(tmp_path, cli, fmt):
     if fmt == "webdataset":
         for name in os.listdir(resumed):  # whatever looks complete is complete
             if name.endswith(".tar"):
-                assert open(os.path.join(resumed, name), "rb").read() == open(os.path.join(reference, name), "rb").read()
+                assert (
+                    open(os.path.join(resumed, name), "rb").read() == open(os.path.join(reference, name), "rb").read()
+                )
     done = cli(["pack", src, resumed, *args, "--verify"])
     assert done.returncode == 0, done.stderr
     assert "resumed and finished" in done.stdout

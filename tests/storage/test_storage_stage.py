@@ -1,4 +1,5 @@
 """`supplyline stage`: a verified copy in RAM, refusals when it will not fit, cleanup."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Datasets for the tune tests live in a module file written here, so that DataLoader workers
 (fork- or spawn-started) and the CLI child can import them by name."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """tune_command_for: the exact ``supplyline tune`` command for a live dataset object."""
+
 from __future__ import annotations
 
 import importlib
@@ -33,13 +34,15 @@ def test_an_object_nobody_can_import_gives_none(ds_import: Path) -> None:
 
 def test_a_script_is_named_by_path_only_when_importing_it_is_safe(tmp_path: Path) -> None:
     guarded = tmp_path / "train.py"
-    guarded.write_text(textwrap.dedent('''
+    guarded.write_text(
+        textwrap.dedent("""
         import torch
         ds = list(range(10))
         def make(): return ds
         if __name__ == "__main__":
             inner = 1
-    '''))
+    """)
+    )
     assert _importable_names(str(guarded)) == {"ds", "make"}
     unguarded = tmp_path / "train2.py"
     unguarded.write_text("ds = list(range(10))\nprint('training')\n")
@@ -50,7 +53,8 @@ def test_a_script_is_named_by_path_only_when_importing_it_is_safe(tmp_path: Path
 def test_a_dataset_in_a_running_script_is_found(tmp_path: Path) -> None:
     src = Path(__file__).resolve().parents[2] / "src"
     script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(f'''
+    script.write_text(
+        textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(src)!r})
         import torch
@@ -61,6 +65,7 @@ def test_a_dataset_in_a_running_script_is_found(tmp_path: Path) -> None:
         ds = DS()
         if __name__ == "__main__":
             print(tune_command_for(ds))
-    '''))
+    """)
+    )
     proc = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "supplyline tune train.py:ds", proc.stderr

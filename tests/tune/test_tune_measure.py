@@ -1,4 +1,5 @@
 """Real measurements of single configurations: real DataLoaders, real worker processes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,11 +52,13 @@ def test_memory_limit_stops_the_configuration(ds_import: Path) -> None:
     assert plain.ok and plain.workers_pss_bytes > 0
     assert plain.workers_pss_bytes <= plain.workers_rss_bytes  # shared pages are split, not repeated
     limit = plain.workers_pss_bytes + 64 * 1024 * 1024  # each Big worker adds 64 MiB: two exceed it
-    again = measure_config(resolve_target("tune_ds:sleepy", 8), LoaderConfig(8, 2, 2, False), NONE,
-                           window_s=0.5, max_memory_bytes=limit)
+    again = measure_config(
+        resolve_target("tune_ds:sleepy", 8), LoaderConfig(8, 2, 2, False), NONE, window_s=0.5, max_memory_bytes=limit
+    )
     assert again.ok, again.reason
-    stopped = measure_config(resolve_target("tune_ds:big", 8), LoaderConfig(8, 2, 2, False), NONE,
-                             window_s=2.0, max_memory_bytes=limit)
+    stopped = measure_config(
+        resolve_target("tune_ds:big", 8), LoaderConfig(8, 2, 2, False), NONE, window_s=2.0, max_memory_bytes=limit
+    )
     assert stopped.status == "stopped"
     assert "--max-memory" in stopped.reason
 
@@ -83,12 +86,15 @@ def test_a_loader_factory_gives_the_baseline_and_keeps_its_collate_fn(ds_import:
     assert set(batch) == {"x", "n"}
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_such_module_xyz:ds", "cannot import 'no_such_module_xyz'"),
-    ("tune_ds:NUMBER", "is a int, not a Dataset"),
-    ("tune_ds:missing", "has no attribute 'missing'"),
-    ("tune_ds:empty", "is empty"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_such_module_xyz:ds", "cannot import 'no_such_module_xyz'"),
+        ("tune_ds:NUMBER", "is a int, not a Dataset"),
+        ("tune_ds:missing", "has no attribute 'missing'"),
+        ("tune_ds:empty", "is empty"),
+    ],
+)
 def test_unusable_targets_are_one_line_errors(ds_import: Path, spec: str, message: str) -> None:
     with pytest.raises(UserError, match=message):
         resolve_target(spec, 8)
@@ -97,8 +103,14 @@ def test_unusable_targets_are_one_line_errors(ds_import: Path, spec: str, messag
 def test_epoch_rate_charges_the_restart_once_per_epoch() -> None:
     assert epoch_rate(1000.0, 1.0, 1000) == pytest.approx(500.0)
     assert epoch_rate(1000.0, None, 1000) == 1000.0
-    m = Measurement(config=LoaderConfig(8), samples_per_s=100.0, window_samples=100, window_s=1.0,
-                    restarts_in_window=1, restart_s=0.1)
+    m = Measurement(
+        config=LoaderConfig(8),
+        samples_per_s=100.0,
+        window_samples=100,
+        window_s=1.0,
+        restarts_in_window=1,
+        restart_s=0.1,
+    )
     assert m.epoch_rate_with(0.6) == pytest.approx(100 / 1.5)  # the restart inside the window got dearer
 
 

@@ -1,4 +1,5 @@
 """The search logic on a fake, deterministic throughput model: no processes, no clocks."""
+
 from __future__ import annotations
 
 import math
@@ -20,11 +21,11 @@ LADDER = worker_ladder(CORES)  # [0, 1, 2, 3, 4, 5, 7, 9, 12, 16]
 class FakePipeline:
     """min(consumer, per-worker x workers, cores bound), with optional IPC cost, crashes and noise."""
 
-    per_worker: float                    # samples/s one worker makes
-    cores_bound: float                   # samples/s all cores can make
-    serial: float                        # samples/s with no workers
+    per_worker: float  # samples/s one worker makes
+    cores_bound: float  # samples/s all cores can make
+    serial: float  # samples/s with no workers
     consumer: float = math.inf
-    ipc_loss_per_worker: float = 0.0     # fraction of throughput each worker costs in IPC
+    ipc_loss_per_worker: float = 0.0  # fraction of throughput each worker costs in IPC
     prefetch_gain: dict[int, float] = field(default_factory=lambda: {2: 1.0, 4: 1.0, 8: 1.0})
     crash_from: int | None = None
     noise: float = 0.0
@@ -57,13 +58,19 @@ class FakePipeline:
     def model(self, batch_size: int) -> ThroughputModel:
         """What a probe in the main process would see (it cannot see IPC or crashes)."""
         consumer_s = batch_size / self.consumer if math.isfinite(self.consumer) else 0.0
-        return ThroughputModel(batch_size=batch_size, batch_wall_s=batch_size / self.per_worker,
-                               batch_cpu_s=CORES * batch_size / self.cores_bound, consumer_wall_s=consumer_s,
-                               consumer_cpu_s=0.0, cores=CORES)
+        return ThroughputModel(
+            batch_size=batch_size,
+            batch_wall_s=batch_size / self.per_worker,
+            batch_cpu_s=CORES * batch_size / self.cores_bound,
+            consumer_wall_s=consumer_s,
+            consumer_cpu_s=0.0,
+            cores=CORES,
+        )
 
     def grid_best(self, batch_size: int = 64) -> float:
-        return max(self.true_rate(LoaderConfig(batch_size, w, pf, True).normalized())
-                   for w in LADDER for pf in (2, 4, 8))
+        return max(
+            self.true_rate(LoaderConfig(batch_size, w, pf, True).normalized()) for w in LADDER for pf in (2, 4, 8)
+        )
 
 
 def run_search(fake: FakePipeline, budget_s: float = 1000.0, **plan_kw: object):
@@ -123,8 +130,9 @@ def test_noise_gets_repeats_and_medians() -> None:
     repeated = [m for m in result.measurements if len(m.runs) > 1 and m.derived_from is None]
     assert repeated, "finalists within the noise band are measured again"
     for m in repeated:
-        assert m.samples_per_s == pytest.approx(sorted(m.runs)[len(m.runs) // 2] if len(m.runs) % 2
-                                                else sum(sorted(m.runs)[len(m.runs) // 2 - 1:][:2]) / 2)
+        assert m.samples_per_s == pytest.approx(
+            sorted(m.runs)[len(m.runs) // 2] if len(m.runs) % 2 else sum(sorted(m.runs)[len(m.runs) // 2 - 1 :][:2]) / 2
+        )
     assert result.recommended is not None
     assert fake.true_rate(result.recommended.config) >= 0.97 * fake.grid_best()
 

@@ -5,6 +5,7 @@ backward/optimizer part of compute directly; the rest of each step ("unhooked") 
 stack sampler's samples: inside torch's module/autograd/optimizer code = compute, on a line of the
 user's code that writes or prints = logging, anywhere else in the user's code = other.
 """
+
 from __future__ import annotations
 
 import linecache
@@ -108,10 +109,18 @@ def breakdown(record: RunRecord) -> Breakdown:
     steps_per_s = len(durations) / total if total > 0 else 0.0
     samples_per_s = steps_per_s * mean_batches * batch_size if batch_size and mean_batches else None
     b = Breakdown(
-        steps=len(idx), warmup_steps_excluded=warm, total_s=total, step_s_median=step_median,
-        step_s_mean=(total / len(durations) if durations else 0.0), step_s_p95=_percentile(durations, 0.95),
-        steps_per_s=steps_per_s, samples_per_s=samples_per_s, batches_per_step=mean_batches,
-        phase_s=phase_s, phase_share=share, per_step_phase_s=per_step,
+        steps=len(idx),
+        warmup_steps_excluded=warm,
+        total_s=total,
+        step_s_median=step_median,
+        step_s_mean=(total / len(durations) if durations else 0.0),
+        step_s_p95=_percentile(durations, 0.95),
+        steps_per_s=steps_per_s,
+        samples_per_s=samples_per_s,
+        batches_per_step=mean_batches,
+        phase_s=phase_s,
+        phase_share=share,
+        per_step_phase_s=per_step,
     )
     _attach_lines(record, b)
     return b
@@ -132,12 +141,22 @@ def _attach_lines(record: RunRecord, b: Breakdown) -> None:
     by_phase: dict[str, list[dict[str, Any]]] = {}
     for s in record.line_samples:
         kind = _classify(s) if s["phase"] == "unhooked" else s["phase"]
-        entry = {"file": s["file"], "line": s["line"], "function": s["function"], "phase": kind,
-                 "code": source_line(s["file"], s["line"]), "share_of_step_time": s["samples"] / in_steps}
+        entry = {
+            "file": s["file"],
+            "line": s["line"],
+            "function": s["function"],
+            "phase": kind,
+            "code": source_line(s["file"], s["line"]),
+            "share_of_step_time": s["samples"] / in_steps,
+        }
         by_phase.setdefault(kind, []).append(entry)
     for entries in by_phase.values():
         entries.sort(key=lambda e: -e["share_of_step_time"])
     b.phase_lines = {k: v[:5] for k, v in by_phase.items()}
-    b.top_lines = [e for e in sorted((e for k in ("other", "logging") for e in by_phase.get(k, [])),
-                                     key=lambda e: -e["share_of_step_time"])][:8]
+    b.top_lines = [
+        e
+        for e in sorted(
+            (e for k in ("other", "logging") for e in by_phase.get(k, [])), key=lambda e: -e["share_of_step_time"]
+        )
+    ][:8]
     b.data_wait_lines = by_phase.get("data_wait", [])[:5]

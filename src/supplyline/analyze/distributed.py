@@ -9,6 +9,7 @@ and its cause is the phase in which it exceeds the other ranks most.
 
 ``merge_dir(DIR)`` is the entry point the ``merge`` and ``report`` commands call.
 """
+
 from __future__ import annotations
 
 import glob
@@ -25,12 +26,22 @@ from supplyline.record import RunRecord, load_record
 
 MERGED_REPORT_VERSION = 1
 OWN_PHASES = tuple(p for p in PHASE_ORDER if p != "collective")
-CAUSE = {"data_wait": "input", "transfer": "transfer", "compute": "compute", "logging": "logging",
-         "checkpoint": "checkpoint", "other": "other"}
-DOING = {"data_wait": "waits {x} ms per step on its DataLoader", "transfer": "copies batches to its device for {x} ms per step",
-         "compute": "computes for {x} ms per step", "logging": "logs and writes synchronously for {x} ms per step",
-         "checkpoint": "saves checkpoints for {x} ms per step",
-         "other": "spends {x} ms per step in its own code outside the model, the loader and I/O"}
+CAUSE = {
+    "data_wait": "input",
+    "transfer": "transfer",
+    "compute": "compute",
+    "logging": "logging",
+    "checkpoint": "checkpoint",
+    "other": "other",
+}
+DOING = {
+    "data_wait": "waits {x} ms per step on its DataLoader",
+    "transfer": "copies batches to its device for {x} ms per step",
+    "compute": "computes for {x} ms per step",
+    "logging": "logs and writes synchronously for {x} ms per step",
+    "checkpoint": "saves checkpoints for {x} ms per step",
+    "other": "spends {x} ms per step in its own code outside the model, the loader and I/O",
+}
 # A rank is a straggler when its own time exceeds the others' by this share of the step (and by
 # STRAGGLER_MIN_MS), the others' collective wait accounts for at least half of that excess, and one
 # phase (its cause) explains at least half of it. The all-reduce's own transfer time is collective
@@ -61,8 +72,10 @@ def load_rank_records(directory: str) -> tuple[dict[int, RunRecord], list[str]]:
         except UserError as exc:
             notes.append(f"rank {m.group(1)}: record not read ({exc})")
     if not found:
-        raise UserError(f"no rank records in {directory} (expected {directory}/rank-K/record.json from "
-                        f"`torchrun ... -m supplyline doctor`)")
+        raise UserError(
+            f"no rank records in {directory} (expected {directory}/rank-K/record.json from "
+            f"`torchrun ... -m supplyline doctor`)"
+        )
     jobs: dict[str, list[int]] = {}
     for rank, rec in found.items():
         jobs.setdefault(_job_key(rec), []).append(rank)
@@ -97,11 +110,23 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
     rep = build_report(record)
     o = record.outcome
     return {
-        "rank": rank, "node_rank": d.get("node_rank"), "hostname": d.get("hostname"), "local_rank": d.get("local_rank"),
-        "steps": b.steps, "step_ms": step_ms, "phase_ms": phases, "own_ms": max(0.0, step_ms - phases["collective"]),
-        "outcome": {"reason": o.reason, "exit_code": o.exit_code, "exception_type": o.exception_type,
-                    "exception_message": o.exception_message, "ended_unix_s": record.created_unix_s},
-        "verdict": rep["verdict"], "top_finding": rep["findings"][0] if rep["findings"] else None,
+        "rank": rank,
+        "node_rank": d.get("node_rank"),
+        "hostname": d.get("hostname"),
+        "local_rank": d.get("local_rank"),
+        "steps": b.steps,
+        "step_ms": step_ms,
+        "phase_ms": phases,
+        "own_ms": max(0.0, step_ms - phases["collective"]),
+        "outcome": {
+            "reason": o.reason,
+            "exit_code": o.exit_code,
+            "exception_type": o.exception_type,
+            "exception_message": o.exception_message,
+            "ended_unix_s": record.created_unix_s,
+        },
+        "verdict": rep["verdict"],
+        "top_finding": rep["findings"][0] if rep["findings"] else None,
         "collectives": d.get("collectives", {}),
         "_own_series": own_series,  # per-step own time, aligned across ranks by step index; not saved
     }
@@ -119,16 +144,26 @@ def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
         del row["_own_series"]
     notes: list[str] = []
     if missing:
-        notes.append(f"no record from rank(s) {missing}: killed before writing, or their node's rank-K folders "
-                     f"were not copied into this directory")
+        notes.append(
+            f"no record from rank(s) {missing}: killed before writing, or their node's rank-K folders "
+            f"were not copied into this directory"
+        )
     if any(row["collectives"].get("cuda_buckets") for row in rows):
-        notes.append("CUDA gradient buckets: the all-reduce time is host-side (launch to completion callback); "
-                     "with NCCL the GPU stream may wait longer than the host shows")
+        notes.append(
+            "CUDA gradient buckets: the all-reduce time is host-side (launch to completion callback); "
+            "with NCCL the GPU stream may wait longer than the host shows"
+        )
     return {
         "merged_report_version": MERGED_REPORT_VERSION,
         "kind": "distributed",
-        "job": {"world_size": world, "ranks_reported": len(records), "nodes": sorted({str(r["hostname"]) for r in rows}),
-                "job_key": _job_key(first), "target": first.target.name, "args": first.target.args},
+        "job": {
+            "world_size": world,
+            "ranks_reported": len(records),
+            "nodes": sorted({str(r["hostname"]) for r in rows}),
+            "job_key": _job_key(first),
+            "target": first.target.name,
+            "args": first.target.args,
+        },
         "verdict": job_verdict(active, straggler, crashes),
         "straggler": straggler,
         "side_by_side": side_by_side(active),
@@ -142,15 +177,21 @@ def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
 def side_by_side(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric: the median rank's value and the worst rank's (ms per step)."""
     out: dict[str, dict[str, Any]] = {}
-    metrics = {"step": lambda r: r["step_ms"], "own": lambda r: r["own_ms"],
-               **{p: (lambda r, p=p: r["phase_ms"][p]) for p in PHASE_ORDER}}
+    metrics = {
+        "step": lambda r: r["step_ms"],
+        "own": lambda r: r["own_ms"],
+        **{p: (lambda r, p=p: r["phase_ms"][p]) for p in PHASE_ORDER},
+    }
     for name, get in metrics.items():
         if not rows:
             continue
         values = [(get(r), r["rank"]) for r in rows]
         worst, worst_rank = max(values)
-        out[name] = {"median_ms": statistics.median(v for v, _ in values), "worst_ms": worst,
-                     "worst_rank": worst_rank if worst > 0 else None}
+        out[name] = {
+            "median_ms": statistics.median(v for v, _ in values),
+            "worst_ms": worst,
+            "worst_rank": worst_rank if worst > 0 else None,
+        }
     return out
 
 
@@ -172,16 +213,27 @@ def find_straggler(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     theirs = statistics.median(r["phase_ms"][phase] for r in others)
     kind = "all-reduce" if any(r["collectives"].get("ddp_models") for r in rows) else "collectives"
     doing = DOING[phase].format(x=f"{slow['phase_ms'][phase]:.0f}")
-    sentence = (f"rank {slow['rank']} {doing} (the others "
-                f"{theirs:.0f} ms); the others wait for rank {slow['rank']} in {kind} ({others_wait:.0f} ms per step)")
+    sentence = (
+        f"rank {slow['rank']} {doing} (the others "
+        f"{theirs:.0f} ms); the others wait for rank {slow['rank']} in {kind} ({others_wait:.0f} ms per step)"
+    )
     speedup = job_step / max(job_step - gap, 1e-9)
     top = slow["top_finding"] or {}
     if top.get("expected_speedup"):  # the rank's own what-if bound (its consumer rate) caps the estimate
         speedup = min(speedup, float(top["expected_speedup"]))
-    return {"rank": slow["rank"], "hostname": slow["hostname"], "cause": CAUSE[phase], "phase": phase,
-            "phase_ms": slow["phase_ms"][phase], "others_phase_ms": theirs, "own_excess_ms": gap,
-            "others_collective_ms": others_wait, "sentence": sentence,
-            "expected_speedup_if_fixed": speedup, "its_top_finding": slow["top_finding"]}
+    return {
+        "rank": slow["rank"],
+        "hostname": slow["hostname"],
+        "cause": CAUSE[phase],
+        "phase": phase,
+        "phase_ms": slow["phase_ms"][phase],
+        "others_phase_ms": theirs,
+        "own_excess_ms": gap,
+        "others_collective_ms": others_wait,
+        "sentence": sentence,
+        "expected_speedup_if_fixed": speedup,
+        "its_top_finding": slow["top_finding"],
+    }
 
 
 def leads_share(slow: dict[str, Any], others: list[dict[str, Any]], margin_ms: float) -> float:
@@ -198,19 +250,37 @@ def leads_share(slow: dict[str, Any], others: list[dict[str, Any]], margin_ms: f
 def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ranks that did not end cleanly, the cause first: a rank's own failure before a signal before a
     peer's transport error (those follow from the first), then by the time each record was written."""
-    failed = [r for r in rows if r["outcome"]["reason"] in ("exception", "terminated", "interrupted")
-              or r["outcome"]["exit_code"] not in (0, None)]
+    failed = [
+        r
+        for r in rows
+        if r["outcome"]["reason"] in ("exception", "terminated", "interrupted")
+        or r["outcome"]["exit_code"] not in (0, None)
+    ]
     failed.sort(key=lambda r: (_consequence_rank(r["outcome"]), r["outcome"]["ended_unix_s"]))
     out = []
     for i, r in enumerate(failed):
         o = r["outcome"]
-        out.append({"rank": r["rank"], "reason": o["reason"], "exit_code": o["exit_code"],
-                    "exception_type": o["exception_type"], "exception_message": _first_line(o["exception_message"]),
-                    "steps_before": r["steps"], "first": i == 0})
+        out.append(
+            {
+                "rank": r["rank"],
+                "reason": o["reason"],
+                "exit_code": o["exit_code"],
+                "exception_type": o["exception_type"],
+                "exception_message": _first_line(o["exception_message"]),
+                "steps_before": r["steps"],
+                "first": i == 0,
+            }
+        )
     return out
 
 
-_PEER_LOST = ("closed by peer", "reset by peer", "remote worker crashing", "Broken pipe", "NCCL communicator was aborted")
+_PEER_LOST = (
+    "closed by peer",
+    "reset by peer",
+    "remote worker crashing",
+    "Broken pipe",
+    "NCCL communicator was aborted",
+)
 _CALLBACK_PREFIX = "Got the following error when running the callback: "
 
 
@@ -232,25 +302,37 @@ def _first_line(message: str | None, limit: int = 240) -> str | None:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def job_verdict(rows: list[dict[str, Any]], straggler: dict[str, Any] | None,
-                crashes: list[dict[str, Any]]) -> dict[str, str]:
+def job_verdict(
+    rows: list[dict[str, Any]], straggler: dict[str, Any] | None, crashes: list[dict[str, Any]]
+) -> dict[str, str]:
     crash = ""
     if crashes:
         c = crashes[0]
-        what = f"{c['exception_type']}: {c['exception_message']}" if c["exception_type"] else f"exit code {c['exit_code']}"
+        what = (
+            f"{c['exception_type']}: {c['exception_message']}" if c["exception_type"] else f"exit code {c['exit_code']}"
+        )
         crash = f"Rank {c['rank']} failed after {c['steps_before']} steps ({what}). "
     if not rows:
         return {"bound": "unknown", "sentence": crash + "No rank observed a training step."}
     if straggler is not None:
-        return {"bound": straggler["cause"], "sentence": crash + f"Straggler: {straggler['sentence']}. The whole job "
-                f"runs at rank {straggler['rank']}'s pace; fixing it should give about "
-                f"{straggler['expected_speedup_if_fixed']:.1f}× (see {'rank-' + str(straggler['rank'])}/report.json)."}
+        return {
+            "bound": straggler["cause"],
+            "sentence": crash + f"Straggler: {straggler['sentence']}. The whole job "
+            f"runs at rank {straggler['rank']}'s pace; fixing it should give about "
+            f"{straggler['expected_speedup_if_fixed']:.1f}× (see {'rank-' + str(straggler['rank'])}/report.json).",
+        }
     wait = statistics.median(r["phase_ms"]["collective"] / r["step_ms"] if r["step_ms"] else 0.0 for r in rows)
     if wait >= 0.20:
-        return {"bound": "collective", "sentence": crash + f"Communication-bound: every rank spends about "
-                f"{wait * 100:.0f}% of its step in collectives and no single rank holds the others back."}
+        return {
+            "bound": "collective",
+            "sentence": crash + f"Communication-bound: every rank spends about "
+            f"{wait * 100:.0f}% of its step in collectives and no single rank holds the others back.",
+        }
     middle = sorted(rows, key=lambda r: r["step_ms"])[len(rows) // 2]
     spread = (max(r["own_ms"] for r in rows) - min(r["own_ms"] for r in rows)) / max(middle["step_ms"], 1e-9)
-    return {"bound": middle["verdict"]["bound"], "sentence": crash + f"No straggler: the {len(rows)} ranks keep pace "
-            f"(own work within {spread * 100:.0f}% of a step). Rank {middle['rank']} (median): "
-            f"{middle['verdict']['sentence']}"}
+    return {
+        "bound": middle["verdict"]["bound"],
+        "sentence": crash + f"No straggler: the {len(rows)} ranks keep pace "
+        f"(own work within {spread * 100:.0f}% of a step). Rank {middle['rank']} (median): "
+        f"{middle['verdict']['sentence']}",
+    }

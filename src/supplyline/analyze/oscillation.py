@@ -7,11 +7,12 @@ is judged like one that swings 0..100), a hysteresis band between them so noise 
 does not count as crossings, then the rising edges: at least ``min_cycles`` of them, spaced
 regularly (coefficient of variation of the periods at most ``max_period_cv``).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from supplyline.analyze.summary import percentile
 
@@ -27,9 +28,14 @@ class OscillationResult:
     reason: str  # why it does or does not oscillate, in words
 
 
-def detect_oscillation(values: Sequence[float], interval_s: float | None = None,
-                       timestamps: Sequence[float] | None = None, min_amplitude: float = 20.0,
-                       min_cycles: int = 3, max_period_cv: float = 0.35) -> OscillationResult:
+def detect_oscillation(
+    values: Sequence[float],
+    interval_s: float | None = None,
+    timestamps: Sequence[float] | None = None,
+    min_amplitude: float = 20.0,
+    min_cycles: int = 3,
+    max_period_cv: float = 0.35,
+) -> OscillationResult:
     """Judge ``values`` sampled every ``interval_s`` seconds (or at ``timestamps``).
 
     ``min_amplitude`` is in the series' own unit (percentage points for utilization): swings
@@ -61,10 +67,24 @@ def detect_oscillation(values: Sequence[float], interval_s: float | None = None,
     period = percentile(periods, 50)
     duty = _duty_cycle(points, states, rises[0], rises[-1])
     if cv > max_period_cv:
-        return OscillationResult(False, period, duty, drops, low, high,
-                                 f"irregular: periods vary by {cv:.0%} (more than {max_period_cv:.0%})")
-    return OscillationResult(True, period, duty, drops, low, high,
-                             f"drops from ~{high:.0f} to ~{low:.0f} every {period:.2f} s, high {duty:.0%} of the time")
+        return OscillationResult(
+            False,
+            period,
+            duty,
+            drops,
+            low,
+            high,
+            f"irregular: periods vary by {cv:.0%} (more than {max_period_cv:.0%})",
+        )
+    return OscillationResult(
+        True,
+        period,
+        duty,
+        drops,
+        low,
+        high,
+        f"drops from ~{high:.0f} to ~{low:.0f} every {period:.2f} s, high {duty:.0%} of the time",
+    )
 
 
 def _hysteresis(values: list[float], lower: float, upper: float) -> list[bool]:

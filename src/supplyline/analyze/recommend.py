@@ -2,6 +2,7 @@
 
 One source for the worker counts: the input findings quote the same numbers in their fix text.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,8 +18,9 @@ def prep_stall_workers(num_workers: int, cores: int) -> int:
     return max(1, min(cores, 8)) if num_workers < cores else num_workers
 
 
-def recommended_loader(loader: dict[str, Any] | None, stall: str, cores: int, cuda: bool,
-                       input_bound: bool) -> dict[str, dict[str, Any]] | None:
+def recommended_loader(
+    loader: dict[str, Any] | None, stall: str, cores: int, cuda: bool, input_bound: bool
+) -> dict[str, dict[str, Any]] | None:
     """Per setting: ``{"seen": value, "recommended": value, "why": reason}``.
 
     Settings are only changed when the run showed data wait (``input_bound``); a loader that

@@ -2,9 +2,9 @@
 
 The report is derived data (schema in docs/report-schema.md); the record stays the source of truth.
 """
+
 from __future__ import annotations
 
-import os
 import shlex
 import statistics
 from dataclasses import asdict
@@ -29,8 +29,9 @@ def build_report(record: RunRecord) -> dict[str, Any]:
     w = record.whatif
     observed_rate = 1 / b.step_s_median if b.step_s_median else None
     consumer_rate = 1 / w.compute_only_step_s if w.compute_only_step_s else None
-    loader_rate = (w.loader_only_batches_per_s / b.batches_per_step
-                   if w.loader_only_batches_per_s and b.batches_per_step else None)
+    loader_rate = (
+        w.loader_only_batches_per_s / b.batches_per_step if w.loader_only_batches_per_s and b.batches_per_step else None
+    )
     notes = list(record.notes)
     if not record.loaders:
         notes.append("no DataLoader was seen: data wait cannot be measured")
@@ -45,25 +46,36 @@ def build_report(record: RunRecord) -> dict[str, Any]:
         "verdict": verdict(b, findings, record),
         "findings": [f.to_dict() for f in findings],
         "steps": {
-            "observed": b.steps, "warmup_excluded": b.warmup_steps_excluded,
-            "step_ms_median": b.step_s_median * 1e3, "step_ms_mean": b.step_s_mean * 1e3,
-            "step_ms_p95": b.step_s_p95 * 1e3, "steps_per_s": b.steps_per_s, "samples_per_s": b.samples_per_s,
+            "observed": b.steps,
+            "warmup_excluded": b.warmup_steps_excluded,
+            "step_ms_median": b.step_s_median * 1e3,
+            "step_ms_mean": b.step_s_mean * 1e3,
+            "step_ms_p95": b.step_s_p95 * 1e3,
+            "steps_per_s": b.steps_per_s,
+            "samples_per_s": b.samples_per_s,
             "batches_per_step": b.batches_per_step,
         },
         "phase_share": b.phase_share,
         "phase_ms_per_step": {p: v / b.steps * 1e3 if b.steps else 0.0 for p, v in b.phase_s.items()},
         "whatif": {
             "label": "what-if phases: the job's last batch replayed (compute-only) and its loader drained with no "
-                     "consumer (loader-only); these steps are not part of the observed figures",
-            "enabled": w.enabled, "ran": w.ran, "note": w.note,
-            "observed_steps_per_s": observed_rate, "compute_only_steps_per_s": consumer_rate,
+            "consumer (loader-only); these steps are not part of the observed figures",
+            "enabled": w.enabled,
+            "ran": w.ran,
+            "note": w.note,
+            "observed_steps_per_s": observed_rate,
+            "compute_only_steps_per_s": consumer_rate,
             "loader_only_steps_per_s": loader_rate,
             "consumer_bound_speedup": (consumer_rate / observed_rate if consumer_rate and observed_rate else None),
         },
         "dataloader": _loader_facts(loader, sig),
         "dataloader_recommended": recommended_loader(
-            loader, sig.stall, record.host.cpu_count, record.host.cuda_available,
-            input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings)),
+            loader,
+            sig.stall,
+            record.host.cpu_count,
+            record.host.cuda_available,
+            input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings),
+        ),
         "top_lines": b.top_lines,
         "data_wait_lines": b.data_wait_lines,
         "transfers": record.transfers,
@@ -92,8 +104,12 @@ def _utilization(record: RunRecord) -> dict[str, Any]:
     times = [s["time_unix_s"] for s in samples]
     out: dict[str, Any] = {"gpu_note": record.monitor.get("gpu_note")}
     series = {
-        "gpu_util_pct": [statistics.mean(g["util_pct"] for g in s["gpus"] if g.get("util_pct") is not None)
-                         if any(g.get("util_pct") is not None for g in s.get("gpus", [])) else None for s in samples],
+        "gpu_util_pct": [
+            statistics.mean(g["util_pct"] for g in s["gpus"] if g.get("util_pct") is not None)
+            if any(g.get("util_pct") is not None for g in s.get("gpus", []))
+            else None
+            for s in samples
+        ],
         "workers_cpu_pct": [sum(p["cpu_pct"] for p in s.get("processes", []) if p["role"] != "root") for s in samples],
     }
     for name, values in series.items():
@@ -108,8 +124,18 @@ def _utilization(record: RunRecord) -> dict[str, Any]:
 def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | None:
     if loader is None:
         return None
-    keys = ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers",
-            "multiprocessing_context", "dataset_type", "dataset_len", "batch_bytes", "epochs_started")
+    keys = (
+        "batch_size",
+        "num_workers",
+        "pin_memory",
+        "prefetch_factor",
+        "persistent_workers",
+        "multiprocessing_context",
+        "dataset_type",
+        "dataset_len",
+        "batch_bytes",
+        "epochs_started",
+    )
     facts = {k: loader.get(k) for k in keys}
     firsts = loader.get("first_batch_s") or []
     facts["time_to_first_batch_s"] = firsts[0] if firsts else None

@@ -1,15 +1,25 @@
 """Summary of a monitor series: mean, 95th percentile and maximum of every metric."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 from supplyline.collect.samples import Sample, flatten
 
 # Longest suffix first: the unit a metric name ends in.
-_UNITS = [("_bytes_per_s", "B/s"), ("_mb_per_s", "MB/s"), ("_bytes", "B"), ("_pct", "%"), ("_ms", "ms"),
-          ("_mhz", "MHz"), ("_w", "W"), ("_c", "°C"), ("_per_s", "/s")]
+_UNITS = [
+    ("_bytes_per_s", "B/s"),
+    ("_mb_per_s", "MB/s"),
+    ("_bytes", "B"),
+    ("_pct", "%"),
+    ("_ms", "ms"),
+    ("_mhz", "MHz"),
+    ("_w", "W"),
+    ("_c", "°C"),
+    ("_per_s", "/s"),
+]
 
 
 def unit_of(metric: str) -> str:
@@ -43,9 +53,14 @@ class Summary:
         return self.metrics.get(name)
 
     def to_dict(self) -> dict[str, object]:
-        return {"sample_count": self.sample_count, "duration_s": self.duration_s,
-                "metrics": {k: {"unit": m.unit, "mean": m.mean, "p95": m.p95, "max": m.max, "count": m.count}
-                            for k, m in self.metrics.items()}}
+        return {
+            "sample_count": self.sample_count,
+            "duration_s": self.duration_s,
+            "metrics": {
+                k: {"unit": m.unit, "mean": m.mean, "p95": m.p95, "max": m.max, "count": m.count}
+                for k, m in self.metrics.items()
+            },
+        }
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -69,8 +84,14 @@ def summarize(samples: Sequence[Sample], per_process: bool = True) -> Summary:
     duration = samples[-1].elapsed_s - samples[0].elapsed_s if len(samples) > 1 else 0.0
     summary = Summary(sample_count=len(samples), duration_s=duration)
     for name, values in series.items():
-        summary.metrics[name] = MetricStats(name=name, unit=unit_of(name), mean=sum(values) / len(values),
-                                            p95=percentile(values, 95), max=max(values), count=len(values))
+        summary.metrics[name] = MetricStats(
+            name=name,
+            unit=unit_of(name),
+            mean=sum(values) / len(values),
+            p95=percentile(values, 95),
+            max=max(values),
+            count=len(values),
+        )
     return summary
 
 

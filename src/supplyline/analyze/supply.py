@@ -5,6 +5,7 @@ too slow (prep stall); the trainer waits while the workers sit idle -> they wait
 stall). With ``num_workers=0`` the training thread loads the data itself, so its own CPU time
 during the waits tells the same story.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -53,15 +54,20 @@ def supply_signal(record: RunRecord) -> SupplySignal:
     samples = _window_samples(record)
     workers = loader["num_workers"] if loader else 0
     host_busy = statistics.mean(s["cpu"]["busy_pct"] for s in samples) if samples else None
-    swap = statistics.mean(s["memory"]["swap_in_bytes_per_s"] + s["memory"]["swap_out_bytes_per_s"]
-                           for s in samples) if samples else 0.0
+    swap = (
+        statistics.mean(s["memory"]["swap_in_bytes_per_s"] + s["memory"]["swap_out_bytes_per_s"] for s in samples)
+        if samples
+        else 0.0
+    )
     if loader is None:
         return SupplySignal(None, "unknown", 0, None, host_busy, None, "no DataLoader was seen", swap)
     if workers == 0:
         share = _trainer_wait_cpu_share(record)
         stall = "unknown" if share is None else "prep" if share >= 0.6 else "fetch" if share <= 0.3 else "mixed"
-        ev = (f"num_workers=0: the training thread loads every batch itself and was on the CPU "
-              f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)")
+        ev = (
+            f"num_workers=0: the training thread loads every batch itself and was on the CPU "
+            f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)"
+        )
         return SupplySignal(loader, stall, 0, None, host_busy, share, ev, swap)
     per_sample, available = [], []
     seen = 0
@@ -77,8 +83,16 @@ def supply_signal(record: RunRecord) -> SupplySignal:
         # runnable than there are cores (a crowded host must not make busy workers look idle).
         available.append(min(100.0, 100.0 * cores / max(s["cpu"]["load_1m"], 1.0)))
     if not per_sample:
-        return SupplySignal(loader, "unknown", seen, None, host_busy, None,
-                            "worker CPU was not measured (no host monitor samples)", swap)
+        return SupplySignal(
+            loader,
+            "unknown",
+            seen,
+            None,
+            host_busy,
+            None,
+            "worker CPU was not measured (no host monitor samples)",
+            swap,
+        )
     per_worker = statistics.mean(per_sample) / max(workers, 1)
     per_worker_cap = statistics.mean(available)
     utilization = per_worker / per_worker_cap
@@ -88,8 +102,10 @@ def supply_signal(record: RunRecord) -> SupplySignal:
         stall = "fetch"
     else:
         stall = "mixed"
-    ev = (f"{workers} workers averaged {per_worker:.0f}% of a core each, {utilization * 100:.0f}% of the CPU "
-          f"they could get" + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else ""))
+    ev = (
+        f"{workers} workers averaged {per_worker:.0f}% of a core each, {utilization * 100:.0f}% of the CPU "
+        f"they could get" + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else "")
+    )
     return SupplySignal(loader, stall, seen, per_worker, host_busy, None, ev, swap)
 
 

@@ -3,6 +3,7 @@ whose ``__getitem__`` does real per-sample CPU work (decode-and-augment stand-in
 
 Run directly: python demo_train.py [--seconds 8] [--workers 2] [--batch-size 32]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,12 +46,18 @@ def main() -> None:
     # One intra-op thread for this tiny model: extra OpenMP threads only spin on a small machine.
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(),
-                          nn.Linear(128, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, stride=2), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(128, 10)
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = DataLoader(SyntheticImages(), batch_size=args.batch_size, num_workers=args.workers,
-                        shuffle=True, worker_init_fn=_one_thread if args.workers else None,
-                        persistent_workers=False)
+    loader = DataLoader(
+        SyntheticImages(),
+        batch_size=args.batch_size,
+        num_workers=args.workers,
+        shuffle=True,
+        worker_init_fn=_one_thread if args.workers else None,
+        persistent_workers=False,
+    )
     start = time.monotonic()
     steps, loss_value = 0, float("nan")
     for images, labels in loader:
@@ -63,8 +70,11 @@ def main() -> None:
         if time.monotonic() - start >= args.seconds:
             break
     elapsed = time.monotonic() - start
-    print(f"demo_train: {steps} steps in {elapsed:.1f} s ({steps * args.batch_size / elapsed:.0f} samples/s), "
-          f"loss {loss_value:.3f}", flush=True)
+    print(
+        f"demo_train: {steps} steps in {elapsed:.1f} s ({steps * args.batch_size / elapsed:.0f} samples/s), "
+        f"loss {loss_value:.3f}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

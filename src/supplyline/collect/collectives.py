@@ -15,13 +15,14 @@ Two measurements, both taken, none guessed:
 On CUDA with NCCL the host does not block in the all-reduce (the GPU stream does), so the host-side
 stamps measure the launch only; the record notes it (docs/distributed.md).
 """
+
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import torch
 import torch.distributed as dist
 
 from supplyline.collect.patching import Patcher
@@ -31,10 +32,24 @@ _now = time.perf_counter
 _all_reduce = dist.all_reduce  # bound before CollectiveHooks wraps it: DDP's own all-reduce is timed per bucket
 
 # Synchronous collectives a training loop calls directly (metrics, early-stop flags, barriers).
-DIRECT_COLLECTIVES = ("all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_to_all",
-                      "all_to_all_single", "barrier", "broadcast", "broadcast_object_list", "gather",
-                      "gather_object", "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter",
-                      "monitored_barrier")
+DIRECT_COLLECTIVES = (
+    "all_reduce",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_object",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+    "broadcast",
+    "broadcast_object_list",
+    "gather",
+    "gather_object",
+    "reduce",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "scatter",
+    "monitored_barrier",
+)
 
 
 class BucketTimer:
@@ -90,6 +105,7 @@ def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
         timer.cuda_seen = True
     timer.launched()
     if timed.inner is not None:
+
         def stamp_user(done):  # type: ignore[no-untyped-def]
             timer.completed()
             return done.value()
@@ -136,9 +152,14 @@ class CollectiveHooks(Patcher):
         return self.timer.take_blocked()
 
     def summary(self) -> dict[str, Any]:
-        return {"ddp_models": self.ddp_models, "bucket_allreduces": self.timer.allreduces,
-                "allreduce_blocked_s": self.timer.blocked_total_s, "direct_calls": self.direct_calls,
-                "user_comm_hooks": self.user_comm_hooks, "cuda_buckets": self.timer.cuda_seen}
+        return {
+            "ddp_models": self.ddp_models,
+            "bucket_allreduces": self.timer.allreduces,
+            "allreduce_blocked_s": self.timer.blocked_total_s,
+            "direct_calls": self.direct_calls,
+            "user_comm_hooks": self.user_comm_hooks,
+            "cuda_buckets": self.timer.cuda_seen,
+        }
 
     # -- DDP ----------------------------------------------------------------------------------
     def _wrap_ddp_init(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -181,8 +202,10 @@ class CollectiveHooks(Patcher):
                 return original(ddp, comm_hook_type)
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-            python_twin = {"ALLREDUCE": default_hooks.allreduce_hook,
-                           "FP16_COMPRESS": default_hooks.fp16_compress_hook}.get(getattr(comm_hook_type, "name", ""))
+            python_twin = {
+                "ALLREDUCE": default_hooks.allreduce_hook,
+                "FP16_COMPRESS": default_hooks.fp16_compress_hook,
+            }.get(getattr(comm_hook_type, "name", ""))
             if python_twin is None:
                 hooks.notes.append(f"built-in comm hook {comm_hook_type} replaced by a timed all-reduce")
                 python_twin = default_hooks.allreduce_hook

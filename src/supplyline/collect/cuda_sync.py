@@ -4,13 +4,15 @@ CUDA only. PyTorch's sync debug mode ("warn") raises a UserWarning at every sync
 we route those warnings here instead of printing them, and attribute each to the innermost frame
 of the user's code. ``SyncCounter.observe`` is the seam: tests drive it on CPU with a fake warning.
 """
+
 from __future__ import annotations
 
 import sys
 import warnings
 from collections import Counter
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 _MARK = "synchronizing CUDA operation"
 
@@ -44,7 +46,9 @@ class SyncCounter:
         torch.cuda.set_sync_debug_mode(self._previous_mode)
         self._original_show = None
 
-    def _show(self, message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    def _show(
+        self, message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None
+    ) -> None:
         if _MARK in str(message):
             self.observe(sys._getframe(1))
             return
@@ -59,6 +63,9 @@ class SyncCounter:
             self.by_line[(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)] += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {"syncs": self.total,
-                "sync_lines": [{"file": f, "line": l, "function": fn, "count": c}
-                               for (f, l, fn), c in self.by_line.most_common(10)]}
+        return {
+            "syncs": self.total,
+            "sync_lines": [
+                {"file": f, "line": l, "function": fn, "count": c} for (f, l, fn), c in self.by_line.most_common(10)
+            ],
+        }

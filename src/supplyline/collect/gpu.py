@@ -5,9 +5,11 @@ with the same functions. Constructing a reader never raises: with no library, no
 device it is ``available=False`` with a one-line ``reason`` that the caller says once.
 Each field a device does not support is None rather than an error (nvitop's "N/A" sentinel).
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from supplyline.collect.samples import GpuSample
 
@@ -35,8 +37,9 @@ class GpuReader:
         try:
             count = int(nvml.nvmlDeviceGetCount())
             self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-            self._names = [_text(_try(lambda h=h: nvml.nvmlDeviceGetName(h)) or f"GPU {i}")
-                           for i, h in enumerate(self._handles)]
+            self._names = [
+                _text(_try(lambda h=h: nvml.nvmlDeviceGetName(h)) or f"GPU {i}") for i, h in enumerate(self._handles)
+            ]
         except Exception as exc:
             self.close()
             self.reason = f"{NO_GPU} ({_describe(exc)})"

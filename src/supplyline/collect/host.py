@@ -4,13 +4,13 @@ Every reader keeps the previous counters and turns the difference into a rate, t
 and ``mpstat`` do. The first ``read()`` only sets the baseline, so callers prime once, wait one
 interval, then read. Nothing here draws or prints: the monitor's view lives in ``render/``.
 """
+
 from __future__ import annotations
 
 import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import psutil
 
@@ -58,9 +58,16 @@ class CpuReader:
             user += d[0] + d[1]
             system += d[2] + d[5] + d[6]
             iowait += d[4]
-        return CpuSample(busy_pct=_pct(total - idle, total), per_core_busy_pct=per_core,
-                         user_pct=_pct(user, total), system_pct=_pct(system, total), iowait_pct=_pct(iowait, total),
-                         load_1m=load_1m, load_5m=load_5m, load_15m=load_15m)
+        return CpuSample(
+            busy_pct=_pct(total - idle, total),
+            per_core_busy_pct=per_core,
+            user_pct=_pct(user, total),
+            system_pct=_pct(system, total),
+            iowait_pct=_pct(iowait, total),
+            load_1m=load_1m,
+            load_5m=load_5m,
+            load_15m=load_15m,
+        )
 
 
 def _linux_cpu_times() -> list[tuple[float, ...]]:
@@ -113,18 +120,28 @@ def _linux_memory() -> MemorySample:
 
     total = kb(b"MemTotal")
     available = kb(b"MemAvailable") if b"\nMemAvailable:" in meminfo else kb(b"MemFree")
-    return MemorySample(total_bytes=total, used_bytes=total - available, available_bytes=available,
-                        page_cache_bytes=kb(b"Cached") + kb(b"SReclaimable"),
-                        swap_used_bytes=kb(b"SwapTotal") - kb(b"SwapFree"),
-                        swap_in_bytes_per_s=find_int(vmstat, b"pswpin") * page,
-                        swap_out_bytes_per_s=find_int(vmstat, b"pswpout") * page)
+    return MemorySample(
+        total_bytes=total,
+        used_bytes=total - available,
+        available_bytes=available,
+        page_cache_bytes=kb(b"Cached") + kb(b"SReclaimable"),
+        swap_used_bytes=kb(b"SwapTotal") - kb(b"SwapFree"),
+        swap_in_bytes_per_s=find_int(vmstat, b"pswpin") * page,
+        swap_out_bytes_per_s=find_int(vmstat, b"pswpout") * page,
+    )
 
 
 def _psutil_memory() -> MemorySample:
     vm, swap = psutil.virtual_memory(), psutil.swap_memory()
-    return MemorySample(total_bytes=int(vm.total), used_bytes=int(vm.used), available_bytes=int(vm.available),
-                        page_cache_bytes=int(getattr(vm, "cached", 0)), swap_used_bytes=int(swap.used),
-                        swap_in_bytes_per_s=float(swap.sin), swap_out_bytes_per_s=float(swap.sout))
+    return MemorySample(
+        total_bytes=int(vm.total),
+        used_bytes=int(vm.used),
+        available_bytes=int(vm.available),
+        page_cache_bytes=int(getattr(vm, "cached", 0)),
+        swap_used_bytes=int(swap.used),
+        swap_in_bytes_per_s=float(swap.sin),
+        swap_out_bytes_per_s=float(swap.sout),
+    )
 
 
 @dataclass(frozen=True)
@@ -174,19 +191,35 @@ def _linux_disk_counters() -> dict[str, DiskCounters]:
         n = [int(x) for x in f[3:14]]
         if name.startswith(_QUIET_PREFIXES) and not any(n):
             continue
-        out[name] = DiskCounters(reads=n[0], read_bytes=n[2] * _SECTOR_BYTES, read_ms=n[3],
-                                 writes=n[4], write_bytes=n[6] * _SECTOR_BYTES, write_ms=n[7],
-                                 io_ms=n[9], weighted_ms=n[10])
+        out[name] = DiskCounters(
+            reads=n[0],
+            read_bytes=n[2] * _SECTOR_BYTES,
+            read_ms=n[3],
+            writes=n[4],
+            write_bytes=n[6] * _SECTOR_BYTES,
+            write_ms=n[7],
+            io_ms=n[9],
+            weighted_ms=n[10],
+        )
     return out
 
 
 def _psutil_disk_counters() -> dict[str, DiskCounters]:
     # Not every OS gives busy_time or a queue measure: those stay 0 there (documented).
     counters = psutil.disk_io_counters(perdisk=True) or {}
-    return {name: DiskCounters(reads=c.read_count, read_bytes=c.read_bytes, read_ms=c.read_time,
-                               writes=c.write_count, write_bytes=c.write_bytes, write_ms=c.write_time,
-                               io_ms=getattr(c, "busy_time", 0), weighted_ms=0)
-            for name, c in counters.items()}
+    return {
+        name: DiskCounters(
+            reads=c.read_count,
+            read_bytes=c.read_bytes,
+            read_ms=c.read_time,
+            writes=c.write_count,
+            write_bytes=c.write_bytes,
+            write_ms=c.write_time,
+            io_ms=getattr(c, "busy_time", 0),
+            weighted_ms=0,
+        )
+        for name, c in counters.items()
+    }
 
 
 def disk_rates(before: DiskCounters, after: DiskCounters, device: str, dt_s: float) -> DiskSample:
@@ -220,8 +253,7 @@ class DiskReader:
             return None
         dt = now[0] - prev[0]
         # A device that appeared since the last read has no baseline yet: it shows up next time.
-        return [disk_rates(prev[1][name], counters, name, dt)
-                for name, counters in now[1].items() if name in prev[1]]
+        return [disk_rates(prev[1][name], counters, name, dt) for name, counters in now[1].items() if name in prev[1]]
 
 
 def device_of(path: str) -> str | None:

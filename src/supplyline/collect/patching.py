@@ -1,7 +1,9 @@
 """Reversible monkey-patching, shared by every set of hooks the doctor installs."""
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class Patcher:

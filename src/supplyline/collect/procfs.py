@@ -3,6 +3,7 @@
 The monitor reads a dozen /proc files every sample; ``os.open``/``os.read`` and a targeted search
 keep that well under a millisecond, where ``open().read()`` and parsing every line cost more.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,4 +41,4 @@ def find_int(text: bytes, key: bytes) -> int:
         if start < 0:
             return 0
         start += 1
-    return int(text[start + len(key):text.find(b"\n", start)].split()[0])
+    return int(text[start + len(key) : text.find(b"\n", start)].split()[0])

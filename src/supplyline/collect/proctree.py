@@ -10,6 +10,7 @@ in proportion to the tree rather than to the host; ``psutil`` serves everywhere 
 ``psutil.Process`` objects read under ``oneshot()``. ``benchmarks/monitor_overhead.py`` compares them.
 Processes that vanish between two reads are dropped silently.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,18 @@ class Backend(Protocol):
     def descendants(self, pid: int) -> list[int]: ...  # children, grandchildren, ...
 
 
-_STATES = {"R": "running", "S": "sleeping", "D": "disk-sleep", "Z": "zombie", "T": "stopped",
-           "t": "tracing-stop", "X": "dead", "I": "idle", "W": "waking", "P": "parked"}
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "Z": "zombie",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "X": "dead",
+    "I": "idle",
+    "W": "waking",
+    "P": "parked",
+}
 
 
 class ProcfsBackend:
@@ -72,7 +83,8 @@ class ProcfsBackend:
             status=_STATES.get(f[0].decode(), f[0].decode()),
             cpu_s=(int(f[11]) + int(f[12])) / self._ticks,
             rss_bytes=int(f[21]) * self._page,
-            read_bytes=read_bytes, write_bytes=write_bytes,
+            read_bytes=read_bytes,
+            write_bytes=write_bytes,
             start_unix_s=self._boot_unix_s + int(f[19]) / self._ticks,
         )
 
@@ -125,10 +137,16 @@ class PsutilBackend:
                     read_bytes, write_bytes = int(io.read_bytes), int(io.write_bytes)
                 except (psutil.AccessDenied, AttributeError, NotImplementedError):
                     read_bytes = write_bytes = None
-                return ProcessReading(ppid=proc.ppid(), name=proc.name(), status=proc.status(),
-                                      cpu_s=times.user + times.system, rss_bytes=proc.memory_info().rss,
-                                      read_bytes=read_bytes, write_bytes=write_bytes,
-                                      start_unix_s=proc.create_time())
+                return ProcessReading(
+                    ppid=proc.ppid(),
+                    name=proc.name(),
+                    status=proc.status(),
+                    cpu_s=times.user + times.system,
+                    rss_bytes=proc.memory_info().rss,
+                    read_bytes=read_bytes,
+                    write_bytes=write_bytes,
+                    start_unix_s=proc.create_time(),
+                )
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             self._procs.pop(pid, None)
             return None
@@ -198,8 +216,13 @@ def _sample(pid: int, now: ProcessReading, base: ProcessReading | None, dt: floa
 
     cpu = rate(now.cpu_s, base.cpu_s if base else 0.0) or 0.0
     return ProcessSample(
-        pid=pid, ppid=now.ppid, name=now.name, role=role, cpu_pct=100.0 * cpu,
-        rss_bytes=now.rss_bytes, status=now.status,
+        pid=pid,
+        ppid=now.ppid,
+        name=now.name,
+        role=role,
+        cpu_pct=100.0 * cpu,
+        rss_bytes=now.rss_bytes,
+        status=now.status,
         read_bytes_per_s=rate(now.read_bytes, base.read_bytes if base else 0),
         write_bytes_per_s=rate(now.write_bytes, base.write_bytes if base else 0),
     )

@@ -8,6 +8,7 @@ Each sample is appended to ``monitor.samples`` and, when a log is given, written
 and flushed at once, so a crash loses at most the sample being taken. The sampling thread never
 raises into the caller: an internal error becomes one ``RuntimeWarning`` and sampling goes on.
 """
+
 from __future__ import annotations
 
 import csv
@@ -16,7 +17,8 @@ import os
 import threading
 import time
 import warnings
-from typing import IO, Any, Callable
+from collections.abc import Callable
+from typing import IO, Any
 
 from supplyline.analyze.summary import Summary, summarize
 from supplyline.collect.gpu import GpuReader
@@ -42,9 +44,18 @@ class Monitor:
     NVML; ``tree=False`` watches the host only. ``on_sample`` is called on the sampling thread after each sample (keep it cheap).
     """
 
-    def __init__(self, interval: float = 1.0, log: str | None = "samples.jsonl", pid: int | None = None,
-                 csv: str | None = None, gpu: bool = True, tree: bool = True, refresh_children_s: float = 2.0,
-                 process_backend: str = "auto", on_sample: Callable[[Sample], None] | None = None) -> None:
+    def __init__(
+        self,
+        interval: float = 1.0,
+        log: str | None = "samples.jsonl",
+        pid: int | None = None,
+        csv: str | None = None,
+        gpu: bool = True,
+        tree: bool = True,
+        refresh_children_s: float = 2.0,
+        process_backend: str = "auto",
+        on_sample: Callable[[Sample], None] | None = None,
+    ) -> None:
         if not interval > 0:
             raise UserError(f"interval must be > 0 seconds, got {interval}")
         self.interval = float(interval)
@@ -91,7 +102,7 @@ class Monitor:
         """False once the watched root process has exited."""
         return self._tree.root_alive if self._tree is not None else True
 
-    def start(self) -> "Monitor":
+    def start(self) -> Monitor:
         if self._thread is not None:
             raise RuntimeError("a Monitor starts once")
         self._log = open_for_writing(self.log_path) if self.log_path else None
@@ -108,7 +119,7 @@ class Monitor:
         self._thread.start()
         return self
 
-    def stop(self) -> "Monitor":
+    def stop(self) -> Monitor:
         """Stop sampling and close the logs; safe to call twice."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -118,7 +129,7 @@ class Monitor:
             self.gpu.close()
         return self
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -149,8 +160,12 @@ class Monitor:
         except Exception as exc:  # the caller's training must never die of its monitor
             self.errors += 1
             if self.errors == 1:
-                warnings.warn(f"supplyline monitor: sampling failed ({type(exc).__name__}: {exc}); "
-                              "later failures are not reported", RuntimeWarning, stacklevel=1)
+                warnings.warn(
+                    f"supplyline monitor: sampling failed ({type(exc).__name__}: {exc}); "
+                    "later failures are not reported",
+                    RuntimeWarning,
+                    stacklevel=1,
+                )
         finally:
             self.sampler_cpu_s += time.thread_time() - began
 
@@ -168,9 +183,15 @@ class Monitor:
         cpu, memory, disks = self._cpu.read(), self._memory.read(), self._disks.read()
         if cpu is None or memory is None or disks is None:
             return
-        sample = Sample(time_unix_s=now, elapsed_s=now - self._t0, cpu=cpu, memory=memory, disks=disks,
-                        gpus=self.gpu.read() if self.gpu is not None else [],
-                        processes=self._tree.read() if self._tree is not None else [])
+        sample = Sample(
+            time_unix_s=now,
+            elapsed_s=now - self._t0,
+            cpu=cpu,
+            memory=memory,
+            disks=disks,
+            gpus=self.gpu.read() if self.gpu is not None else [],
+            processes=self._tree.read() if self._tree is not None else [],
+        )
         try:
             self._write(sample)  # first, so the log is never behind monitor.samples
         finally:
@@ -187,8 +208,9 @@ class Monitor:
             if self._csv is None:
                 # Columns are fixed by the first sample; a GPU or disk appearing later is left out.
                 self._csv_columns = list(row)
-                self._csv = csv.DictWriter(self._csv_file, fieldnames=self._csv_columns,
-                                           extrasaction="ignore", restval="")
+                self._csv = csv.DictWriter(
+                    self._csv_file, fieldnames=self._csv_columns, extrasaction="ignore", restval=""
+                )
                 self._csv.writeheader()
             self._csv.writerow(row)
             self._csv_file.flush()

@@ -3,6 +3,7 @@
 A sample is one reading of the host at one instant; rates (per second, %) are over the interval
 since the previous sample. ``to_dict`` gives the JSONL form documented in docs/monitor.md.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

@@ -5,6 +5,7 @@ phase the hooks say the thread is in, whether the stack is inside torch's module
 / optimizer machinery ("torch" = compute), and the innermost frame of the user's own code.
 At 25 Hz it costs about 0.2% of one core (measured: record.sampler.cpu_s), plus brief GIL hand-overs on the training thread.
 """
+
 from __future__ import annotations
 
 import os
@@ -19,14 +20,19 @@ from types import FrameType
 from supplyline.collect.steps import StepClock
 
 _LIB_DIRS = tuple(
-    os.path.realpath(p) + os.sep for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"],
-                                            sysconfig.get_paths()["platlib"]} if p
+    os.path.realpath(p) + os.sep
+    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    if p
 )
 _RUNPY = f"{os.sep}runpy.py"  # Python 3.11+ may run a frozen runpy: "<frozen runpy>"
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-_COMPUTE_MARKERS = (f"{os.sep}torch{os.sep}nn{os.sep}", f"{os.sep}torch{os.sep}autograd{os.sep}",
-                    f"{os.sep}torch{os.sep}optim{os.sep}", f"{os.sep}torch{os.sep}_tensor.py",
-                    f"{os.sep}torch{os.sep}functional.py")
+_COMPUTE_MARKERS = (
+    f"{os.sep}torch{os.sep}nn{os.sep}",
+    f"{os.sep}torch{os.sep}autograd{os.sep}",
+    f"{os.sep}torch{os.sep}optim{os.sep}",
+    f"{os.sep}torch{os.sep}_tensor.py",
+    f"{os.sep}torch{os.sep}functional.py",
+)
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,9 @@ class StackSampler:
         self.samples += 1
         if user is None:
             return
-        key = LineKey(phase, "torch" if torch_seen else "user", user.f_code.co_filename, user.f_lineno,
-                      user.f_code.co_name)
+        key = LineKey(
+            phase, "torch" if torch_seen else "user", user.f_code.co_filename, user.f_lineno, user.f_code.co_name
+        )
         self.counts[key] += 1
 
     def is_user_file(self, filename: str) -> bool:

@@ -12,15 +12,25 @@ Only the outermost hooked phase counts (a dataset that prints inside a fetch is 
 logging), and only events on the training thread count. Everything here runs on the training
 thread's hot path: plain attribute updates, no allocation beyond appending a step's numbers.
 """
+
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked", "collective")
-STEP_FIELDS = ("start_s", "duration_s", *(f"{p}_s" for p in PHASES), "batches", "h2d_bytes",
-               "data_wait_cpu_s", "cpu_s", "whatif")
+STEP_FIELDS = (
+    "start_s",
+    "duration_s",
+    *(f"{p}_s" for p in PHASES),
+    "batches",
+    "h2d_bytes",
+    "data_wait_cpu_s",
+    "cpu_s",
+    "whatif",
+)
 
 _now = time.perf_counter
 _cpu = time.thread_time
@@ -181,9 +191,19 @@ class StepClock:
             return cpu
         acc = self.acc
         # One pass of bound appends in STEP_FIELDS order ("whatif" last: readers use its length).
-        for append, value in zip(self._appends, (
-                start - self.t0, t - start, *map(acc.__getitem__, PHASES), self.batches, self.h2d_bytes, self.data_wait_cpu, cpu - self.open_cpu,
-                self.whatif_label)):
+        for append, value in zip(
+            self._appends,
+            (
+                start - self.t0,
+                t - start,
+                *map(acc.__getitem__, PHASES),
+                self.batches,
+                self.h2d_bytes,
+                self.data_wait_cpu,
+                cpu - self.open_cpu,
+                self.whatif_label,
+            ),
+        ):
             append(value)
         self.open_start = None
         if self.on_step_closed is not None:

@@ -11,6 +11,7 @@ Where the hooks sit and why (see NOTES.md):
 - ``torch.save`` is patched before the script runs; code that imported it by name earlier keeps
   the original (documented limitation).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -18,8 +19,9 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader
@@ -158,11 +160,16 @@ class TorchHooks(Patcher):
             n = None
         ctx = loader.multiprocessing_context
         info = LoaderInfo(
-            loader_id=id(loader), batch_size=loader.batch_size, num_workers=loader.num_workers,
-            pin_memory=bool(loader.pin_memory), prefetch_factor=loader.prefetch_factor,
+            loader_id=id(loader),
+            batch_size=loader.batch_size,
+            num_workers=loader.num_workers,
+            pin_memory=bool(loader.pin_memory),
+            prefetch_factor=loader.prefetch_factor,
             persistent_workers=bool(loader.persistent_workers),
             multiprocessing_context=(ctx.get_start_method() if ctx is not None else None),
-            dataset_type=type(ds).__qualname__, dataset_len=n, dataset_module=type(ds).__module__,
+            dataset_type=type(ds).__qualname__,
+            dataset_len=n,
+            dataset_module=type(ds).__module__,
         )
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds

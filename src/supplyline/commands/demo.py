@@ -5,6 +5,7 @@ CPU work, loaded with ``num_workers=0``: the classic starved trainer of the seed
 should name it (input-bound, `dataloader` first) and predict the gain of more workers.
 ``--monitor`` runs the host monitor around the same job instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,11 +18,19 @@ BUNDLED_DEMO = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", default="supplyline-report", metavar="DIR", help="report directory (default: %(default)s)")
+    parser.add_argument(
+        "--out", default="supplyline-report", metavar="DIR", help="report directory (default: %(default)s)"
+    )
     parser.add_argument("--steps", type=int, default=40, help="observed training steps (default: %(default)s)")
-    parser.add_argument("--monitor", action="store_true", help="run the host monitor around the job instead of the doctor")
-    parser.add_argument("--seconds", type=float, default=8.0, help="with --monitor: training time of the job (default 8)")
-    parser.add_argument("--interval", type=float, default=0.5, metavar="S", help="with --monitor: seconds between samples")
+    parser.add_argument(
+        "--monitor", action="store_true", help="run the host monitor around the job instead of the doctor"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="with --monitor: training time of the job (default 8)"
+    )
+    parser.add_argument(
+        "--interval", type=float, default=0.5, metavar="S", help="with --monitor: seconds between samples"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +41,24 @@ def run(args: argparse.Namespace) -> int:
         return monitor_command(command, args.interval, None, None, title="demo: tiny CNN, 2 DataLoader workers")
     from supplyline.cli import main
 
-    print(f"supplyline demo: diagnosing the bundled {os.path.basename(BUNDLED_DEMO)} (num_workers=0, "
-          f"per-sample CPU work) for {args.steps} steps", file=sys.stderr)
-    return main(["doctor", "--out", args.out, "--steps", str(args.steps), "--what-if-steps", "10",
-                 BUNDLED_DEMO, "--workers", "0", "--seconds", "120"])
+    print(
+        f"supplyline demo: diagnosing the bundled {os.path.basename(BUNDLED_DEMO)} (num_workers=0, "
+        f"per-sample CPU work) for {args.steps} steps",
+        file=sys.stderr,
+    )
+    return main(
+        [
+            "doctor",
+            "--out",
+            args.out,
+            "--steps",
+            str(args.steps),
+            "--what-if-steps",
+            "10",
+            BUNDLED_DEMO,
+            "--workers",
+            "0",
+            "--seconds",
+            "120",
+        ]
+    )

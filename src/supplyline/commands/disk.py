@@ -1,4 +1,5 @@
 """``supplyline disk PATH``: what the dataset is, where it lives, how fast it reads, and what to do."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,19 +20,29 @@ HELP = "diagnose a dataset's storage: inventory, device, cold/warm read rates, a
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="dataset directory (or one file)")
     parser.add_argument("--json", metavar="FILE", help="also write the full report as JSON")
-    parser.add_argument("--threads", metavar="N,N,..",
-                        help="thread counts to measure (default: 1, one per core, 4 per core)")
+    parser.add_argument(
+        "--threads", metavar="N,N,..", help="thread counts to measure (default: 1, one per core, 4 per core)"
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="time limit of each measurement (default 5)")
     parser.add_argument("--block-size", default="1M", help="read size (default 1M)")
-    parser.add_argument("--sequential-bytes", default="1G",
-                        help="how much of the largest files the sequential test reads (default 1G)")
-    parser.add_argument("--small-files", type=int, default=4000,
-                        help="how many small files the small-file test reads, at most (default 4000)")
-    parser.add_argument("--probe-dir", metavar="DIR",
-                        help="where to write a temporary large file when the dataset has none "
-                             "(default: inside PATH; must be on the same file system)")
-    parser.add_argument("--only", metavar="TEST,..",
-                        help="run only these of: sequential, small_files, metadata (default: all)")
+    parser.add_argument(
+        "--sequential-bytes", default="1G", help="how much of the largest files the sequential test reads (default 1G)"
+    )
+    parser.add_argument(
+        "--small-files",
+        type=int,
+        default=4000,
+        help="how many small files the small-file test reads, at most (default 4000)",
+    )
+    parser.add_argument(
+        "--probe-dir",
+        metavar="DIR",
+        help="where to write a temporary large file when the dataset has none "
+        "(default: inside PATH; must be on the same file system)",
+    )
+    parser.add_argument(
+        "--only", metavar="TEST,..", help="run only these of: sequential, small_files, metadata (default: all)"
+    )
 
 
 def _thread_counts(text: str | None) -> list[int]:
@@ -66,9 +77,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.seconds <= 0:
         raise UserError("--seconds must be more than 0")
-    options = Options(thread_counts=_thread_counts(args.threads), seconds=args.seconds,
-                      block_size=parse_size(args.block_size), sequential_bytes=parse_size(args.sequential_bytes),
-                      small_files=max(1, args.small_files), probe_dir=args.probe_dir, tests=_tests(args.only))
+    options = Options(
+        thread_counts=_thread_counts(args.threads),
+        seconds=args.seconds,
+        block_size=parse_size(args.block_size),
+        sequential_bytes=parse_size(args.sequential_bytes),
+        small_files=max(1, args.small_files),
+        probe_dir=args.probe_dir,
+        tests=_tests(args.only),
+    )
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
     err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
     report = survey(args.path, options)
@@ -77,8 +94,15 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     warm_only = report.location.kind == "memory"
     cells_total = len(options.thread_counts) * sum(1 if t == "metadata" or warm_only else 2 for t in options.tests)
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task("starting", total=cells_total)
         started = [0]
 

@@ -1,4 +1,5 @@
 """`supplyline doctor`: run an unchanged training script, attribute every step's time, one verdict."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,22 +14,42 @@ HELP = "run a training script unchanged and find what starves it (data wait, tra
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default="supplyline-report", metavar="DIR", help="where to write the report (default: %(default)s)")
+    p.add_argument(
+        "--out", default="supplyline-report", metavar="DIR", help="where to write the report (default: %(default)s)"
+    )
     p.add_argument("--steps", type=int, metavar="N", help="stop the job cleanly after N observed training steps")
     p.add_argument("--seconds", type=float, metavar="T", help="stop the job cleanly after T seconds of training")
-    p.add_argument("--no-what-if", dest="what_if", action="store_false",
-                   help="skip the what-if phases (compute-only replay, loader-only drain) after the observed steps")
-    p.add_argument("--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)")
+    p.add_argument(
+        "--no-what-if",
+        dest="what_if",
+        action="store_false",
+        help="skip the what-if phases (compute-only replay, loader-only drain) after the observed steps",
+    )
+    p.add_argument(
+        "--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)"
+    )
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
-    p.add_argument("--live", action="store_true",
-                   help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)")
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)",
+    )
     from supplyline.doctor.launcher import add_launcher_arguments
 
     add_launcher_arguments(p)
-    p.add_argument("-m", dest="module_args", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
-                   help="run a module as `python -m MODULE` would")
-    p.add_argument("target", nargs=argparse.REMAINDER, metavar="SCRIPT.py ARGS",
-                   help="the training script and its arguments (everything after it goes to the script)")
+    p.add_argument(
+        "-m",
+        dest="module_args",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE ARGS",
+        help="run a module as `python -m MODULE` would",
+    )
+    p.add_argument(
+        "target",
+        nargs=argparse.REMAINDER,
+        metavar="SCRIPT.py ARGS",
+        help="the training script and its arguments (everything after it goes to the script)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,16 +111,30 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     root_dir = out_dir
     if rank is not None:  # one rank of a torchrun job: its own folder, the merge at the end
         out_dir = rank_dir(root_dir, rank.rank)
-    session = DoctorSession(info, out_dir, steps=args.steps, seconds=args.seconds, what_if=args.what_if,
-                            what_if_steps=args.what_if_steps, rank=rank.to_dict() if rank else None)
+    session = DoctorSession(
+        info,
+        out_dir,
+        steps=args.steps,
+        seconds=args.seconds,
+        what_if=args.what_if,
+        what_if_steps=args.what_if_steps,
+        rank=rank.to_dict() if rank else None,
+    )
     try:
         session.start()
     except Exception as exc:  # never lose the user's run over our hooks: run it plainly instead
         session.hooks.uninstall()
-        print(f"supplyline doctor: warning: could not attach to the job ({type(exc).__name__}: {exc}); "
-              f"running it without diagnosis", file=sys.stderr)
+        print(
+            f"supplyline doctor: warning: could not attach to the job ({type(exc).__name__}: {exc}); "
+            f"running it without diagnosis",
+            file=sys.stderr,
+        )
         return run_target(target).exit_code
-    live = _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name) if args.live else None
+    live = (
+        _start_live(session, os.path.basename(target.name) if target.kind == "script" else target.name)
+        if args.live
+        else None
+    )
     guard = sigterm_raises() if rank is not None else contextlib.nullcontext()
     try:
         with guard:
@@ -124,8 +159,10 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     except UserError as exc:  # e.g. the disk filled up: say so in one line, keep the script's exit code
         print(f"supplyline doctor: warning: {exc}", file=sys.stderr)
     except Exception as exc:  # supplyline's own failure must not change the script's exit code
-        print(f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
-              file=sys.stderr)
+        print(
+            f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
+            file=sys.stderr,
+        )
     return outcome.exit_code
 
 

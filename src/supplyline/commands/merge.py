@@ -1,4 +1,5 @@
 """`supplyline merge DIR`: one report from the per-rank records of a torchrun job."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """``supplyline monitor``: watch the host, a PID's process tree, or a command until it exits."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Callable, Sequence
 
 import psutil
 
@@ -29,8 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pid", type=int, metavar="PID", help="watch this process and its descendants until it exits")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (host or --pid mode)")
     # dest is not "command": the top-level parser keeps the sub-command's name there.
-    parser.add_argument("run_command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
-                        help="run COMMAND, follow its process tree, return its exit code")
+    parser.add_argument(
+        "run_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND ARGS",
+        help="run COMMAND, follow its process tree, return its exit code",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,14 +58,24 @@ def run(args: argparse.Namespace) -> int:
     monitor = session.start(args.pid)
     deadline = None if args.duration is None else time.monotonic() + args.duration
     watched = f"PID {args.pid}" if args.pid is not None else "host"
-    session.follow(monitor, watched, lambda: (args.pid is not None and not monitor.tree_alive)
-                   or (deadline is not None and time.monotonic() >= deadline))
+    session.follow(
+        monitor,
+        watched,
+        lambda: (
+            (args.pid is not None and not monitor.tree_alive) or (deadline is not None and time.monotonic() >= deadline)
+        ),
+    )
     session.finish(monitor, watched)
     return 0
 
 
-def monitor_command(command: Sequence[str], interval: float = 1.0, log: str | None = None,
-                    csv: str | None = None, title: str | None = None) -> int:
+def monitor_command(
+    command: Sequence[str],
+    interval: float = 1.0,
+    log: str | None = None,
+    csv: str | None = None,
+    title: str | None = None,
+) -> int:
     """Run ``command`` under the monitor, print the summary, return the command's exit code.
 
     The command gets its own session, so a terminal's Ctrl-C reaches supplyline alone; it is
@@ -132,8 +147,12 @@ class _Session:
     def follow(self, monitor: Monitor, watched: str, done: Callable[[], bool]) -> None:
         view = LiveView(watched, monitor.gpu_status)
         if not view.enabled:
-            print(f"supplyline monitor: watching {watched} every {self.interval:g} s"
-                  f"{f', logging to {self.log}' if self.log else ''}; Ctrl-C stops", file=sys.stderr, flush=True)
+            print(
+                f"supplyline monitor: watching {watched} every {self.interval:g} s"
+                f"{f', logging to {self.log}' if self.log else ''}; Ctrl-C stops",
+                file=sys.stderr,
+                flush=True,
+            )
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         try:
             with view:

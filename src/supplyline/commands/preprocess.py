@@ -1,4 +1,5 @@
 """``supplyline preprocess MODULE:ATTR``: where each sample's CPU time goes, and whether the GIL holds it."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,25 +10,53 @@ from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
 
 NAME = "preprocess"
-HELP = ("time a dataset's __getitem__, transform stages, collate and worker hand-over; profile it "
-        "(cProfile, hot lines, inside workers); check the GIL; suggest fixes")
+HELP = (
+    "time a dataset's __getitem__, transform stages, collate and worker hand-over; profile it "
+    "(cProfile, hot lines, inside workers); check the GIL; suggest fixes"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:ATTR",
-                        help="the dataset (or DataLoader, or a no-argument function/class building one), "
-                             "e.g. mydata:train_set or path/to/data.py:train_set")
-    parser.add_argument("--samples", type=int, default=100, help="samples to time (default 100, spread over the dataset)")
-    parser.add_argument("--workers", type=int, default=2,
-                        help="DataLoader workers to profile in, and threads/processes for the GIL check (default 2; 0: skip workers)")
-    parser.add_argument("--batch-size", type=int, default=None, help="batch size for collate/transfer (default: the DataLoader's, else 32)")
-    parser.add_argument("--transform-attr", metavar="NAME", default=None,
-                        help="attribute holding the transform chain, dotted (default: look for transform/transforms/...)")
+    parser.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="the dataset (or DataLoader, or a no-argument function/class building one), "
+        "e.g. mydata:train_set or path/to/data.py:train_set",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=100, help="samples to time (default 100, spread over the dataset)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="DataLoader workers to profile in, and threads/processes for the GIL check (default 2; 0: skip workers)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="batch size for collate/transfer (default: the DataLoader's, else 32)",
+    )
+    parser.add_argument(
+        "--transform-attr",
+        metavar="NAME",
+        default=None,
+        help="attribute holding the transform chain, dotted (default: look for transform/transforms/...)",
+    )
     parser.add_argument("--json", metavar="FILE", default=None, help="write the full report as JSON")
-    parser.add_argument("--prof", metavar="FILE.prof", default=None,
-                        help="write the main-process cProfile (snakeviz FILE.prof); workers' merged profile goes to FILE.workers.prof")
-    parser.add_argument("--start-method", choices=["fork", "spawn", "forkserver"], default=None,
-                        help="how worker processes start (default: the DataLoader's, else the platform's)")
+    parser.add_argument(
+        "--prof",
+        metavar="FILE.prof",
+        default=None,
+        help="write the main-process cProfile (snakeviz FILE.prof); workers' merged profile goes to FILE.workers.prof",
+    )
+    parser.add_argument(
+        "--start-method",
+        choices=["fork", "spawn", "forkserver"],
+        default=None,
+        help="how worker processes start (default: the DataLoader's, else the platform's)",
+    )
     parser.add_argument("--no-gil-check", action="store_true", help="skip the threads-vs-processes GIL check")
     parser.add_argument("--seed", type=int, default=0, help="seed for picking which indices to time")
 
@@ -57,19 +86,35 @@ def run(args: argparse.Namespace) -> int:
     from supplyline.render.preprocess import render
     from supplyline.target import load_attr
 
-    for flag, value, low in (("--samples", args.samples, 1), ("--workers", args.workers, 0),
-                             ("--batch-size", args.batch_size, 1)):
+    for flag, value, low in (
+        ("--samples", args.samples, 1),
+        ("--workers", args.workers, 0),
+        ("--batch-size", args.batch_size, 1),
+    ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
     target = resolve_target(load_attr(args.target), args.target)
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-               TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
     progress_console = Console(stderr=True)
     with Progress(*columns, console=progress_console, transient=True, disable=not progress_console.is_terminal) as bar:
-        report = profile_dataset(target, samples=args.samples, workers=args.workers, batch_size=args.batch_size,
-                                 transform_attr=args.transform_attr, prof_path=args.prof,
-                                 start_method=args.start_method, seed=args.seed, gil_check=not args.no_gil_check,
-                                 target_name=args.target, progress=_RichProgress(bar))
+        report = profile_dataset(
+            target,
+            samples=args.samples,
+            workers=args.workers,
+            batch_size=args.batch_size,
+            transform_attr=args.transform_attr,
+            prof_path=args.prof,
+            start_method=args.start_method,
+            seed=args.seed,
+            gil_check=not args.no_gil_check,
+            target_name=args.target,
+            progress=_RichProgress(bar),
+        )
     render(report, Console(file=sys.stdout, width=160 if not sys.stdout.isatty() else None))
     if args.json:
         atomic_write_json(args.json, report.to_dict())

@@ -1,4 +1,5 @@
 """`supplyline report DIR`: re-render a saved run record without rerunning the job."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supplyline.analyze.distributed import is_distributed_dir
 
-    if os.path.isdir(args.dir) and is_distributed_dir(args.dir) and not os.path.exists(os.path.join(args.dir, "record.json")):
+    if (
+        os.path.isdir(args.dir)
+        and is_distributed_dir(args.dir)
+        and not os.path.exists(os.path.join(args.dir, "record.json"))
+    ):
         return _merged(args)  # a torchrun job's DIR/rank-K/ records: one merged report (docs/distributed.md)
     from supplyline.analyze.report import report_from_saved
     from supplyline.doctor.output import write_derived
@@ -48,6 +53,8 @@ def _merged(args: argparse.Namespace) -> int:
         atomic_write_json(os.path.join(args.out, "report.json"), report)
     render_merged(report, args.dir)
     if args.html or args.trace:
-        print(f"supplyline report: per-rank HTML and traces: `supplyline report {args.dir}/rank-K --html --trace`",
-              file=sys.stderr)
+        print(
+            f"supplyline report: per-rank HTML and traces: `supplyline report {args.dir}/rank-K --html --trace`",
+            file=sys.stderr,
+        )
     return 0

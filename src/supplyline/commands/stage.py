@@ -1,4 +1,5 @@
 """``supplyline stage SRC [DST]``: copy a dataset to /dev/shm (or DST), verified; ``--cleanup`` removes it."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,15 @@ HELP = "copy a dataset to RAM (/dev/shm) if it fits, verified; --cleanup removes
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("src", metavar="SRC", help="dataset directory")
-    parser.add_argument("dst", metavar="DST", nargs="?",
-                        help="where to copy it (default /dev/shm/supplyline/<name of SRC>)")
-    parser.add_argument("--margin", type=float, default=0.10,
-                        help="free space to keep beyond the dataset's size, as a fraction (default 0.10)")
+    parser.add_argument(
+        "dst", metavar="DST", nargs="?", help="where to copy it (default /dev/shm/supplyline/<name of SRC>)"
+    )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=0.10,
+        help="free space to keep beyond the dataset's size, as a fraction (default 0.10)",
+    )
     parser.add_argument("--force", action="store_true", help="replace an older staged copy at DST")
     parser.add_argument("--cleanup", action="store_true", help="remove the staged copy at DST instead")
 
@@ -37,13 +43,19 @@ def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
     if not 0 <= args.margin < 10:
         raise UserError("--margin must be a fraction such as 0.1")
-    with Progress(TextColumn("copying"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        TextColumn("copying"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task("copying", total=None)
         result = stage(args.src, dst, args.margin, args.force, lambda n: progress.update(task, completed=n))
     if result.already:
-        out.print(f"already staged and up to date: {result.files:,} files ({human_bytes(result.bytes)})",
-                  markup=False)
+        out.print(f"already staged and up to date: {result.files:,} files ({human_bytes(result.bytes)})", markup=False)
     else:
         out.print(f"copied and verified {result.files:,} files ({human_bytes(result.bytes)})", markup=False)
     if result.skipped:

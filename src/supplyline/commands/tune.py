@@ -1,4 +1,5 @@
 """``supplyline tune MODULE:ATTR``: the fastest DataLoader settings for your dataset, measured."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,26 +13,54 @@ HELP = "find the fastest DataLoader settings (workers, prefetch, persistence, ba
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", metavar="MODULE:ATTR",
-                        help="a Dataset, or a callable returning a Dataset or a DataLoader (its settings "
-                             "become the baseline; its collate_fn and sampler are kept)")
-    parser.add_argument("--batch-size", type=int, default=None,
-                        help="batch size (default: the DataLoader's, else 64)")
-    parser.add_argument("--batch-sizes", type=_int_list, default=None, metavar="B1,B2,...",
-                        help="also search these batch sizes, compared in samples/s")
-    parser.add_argument("--budget", type=float, default=60.0, metavar="SECONDS",
-                        help="time to spend measuring (default 60)")
+    parser.add_argument(
+        "target",
+        metavar="MODULE:ATTR",
+        help="a Dataset, or a callable returning a Dataset or a DataLoader (its settings "
+        "become the baseline; its collate_fn and sampler are kept)",
+    )
+    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the DataLoader's, else 64)")
+    parser.add_argument(
+        "--batch-sizes",
+        type=_int_list,
+        default=None,
+        metavar="B1,B2,...",
+        help="also search these batch sizes, compared in samples/s",
+    )
+    parser.add_argument(
+        "--budget", type=float, default=60.0, metavar="SECONDS", help="time to spend measuring (default 60)"
+    )
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--consumer-ms", type=float, default=None, metavar="X",
-                     help="a synthetic training step of X ms per batch (sleeps: the CPU stays free)")
-    who.add_argument("--consumer", default=None, metavar="MODULE:FN",
-                     help="your function taking a batch, called as the training step")
-    parser.add_argument("--max-memory", type=float, default=None, metavar="GB",
-                        help="stop a configuration whose workers' total memory (PSS) exceeds this")
-    parser.add_argument("--max-workers", type=int, default=None, metavar="N",
-                        help="highest num_workers to try (default 8 x cores, at most 64)")
-    parser.add_argument("--transfer", action="store_true",
-                        help="also time host-to-device copies of real batches (needs CUDA)")
+    who.add_argument(
+        "--consumer-ms",
+        type=float,
+        default=None,
+        metavar="X",
+        help="a synthetic training step of X ms per batch (sleeps: the CPU stays free)",
+    )
+    who.add_argument(
+        "--consumer",
+        default=None,
+        metavar="MODULE:FN",
+        help="your function taking a batch, called as the training step",
+    )
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="stop a configuration whose workers' total memory (PSS) exceeds this",
+    )
+    parser.add_argument(
+        "--max-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="highest num_workers to try (default 8 x cores, at most 64)",
+    )
+    parser.add_argument(
+        "--transfer", action="store_true", help="also time host-to-device copies of real batches (needs CUDA)"
+    )
     parser.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
 
 
@@ -80,11 +109,22 @@ def run(args: argparse.Namespace) -> int:
     batch = target.baseline.batch_size
     sizes = [batch] + [b for b in (args.batch_sizes or []) if b != batch]
     cuda = cuda_available()
-    options = TuneOptions(batch_sizes=sizes, budget_s=args.budget, cuda=cuda, max_workers=args.max_workers,
-                          max_memory_bytes=int(args.max_memory * 1e9) if args.max_memory else None)
+    options = TuneOptions(
+        batch_sizes=sizes,
+        budget_s=args.budget,
+        cuda=cuda,
+        max_workers=args.max_workers,
+        max_memory_bytes=int(args.max_memory * 1e9) if args.max_memory else None,
+    )
     err = Console(stderr=True)  # the bar only where someone watches: a log gets no redraw noise
-    with Progress(TextColumn("{task.description:<40}"), BarColumn(), TimeElapsedColumn(),
-                  console=err, transient=True, disable=not err.is_terminal) as progress:
+    with Progress(
+        TextColumn("{task.description:<40}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
         task = progress.add_task("probing the dataset", total=args.budget)
 
         def on_progress(what: str, elapsed: float) -> None:

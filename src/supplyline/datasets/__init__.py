@@ -3,11 +3,12 @@
 ``ShardDataset(DST, shuffle_buffer=..)`` — webdataset shards, split across DataLoader workers and
 distributed ranks; ``LMDBDataset(DST)`` — map-style, opens LMDB lazily in each worker.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ShardDataset", "LMDBDataset"]
+__all__ = ["LMDBDataset", "ShardDataset"]
 
 
 def __getattr__(name: str) -> Any:

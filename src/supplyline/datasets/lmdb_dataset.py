@@ -4,11 +4,13 @@ The LMDB environment is opened lazily, in the process that first reads (each Dat
 read-only, without the lock file and without readahead: an environment opened before the workers
 fork hangs or crashes them (pytorch/vision#689), and readahead wastes page cache on random access.
 """
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from torch.utils.data import Dataset
 
@@ -18,8 +20,7 @@ from supplyline.datasets.records import decode_record
 def _open(path: str) -> Any:
     import lmdb
 
-    return lmdb.open(path, subdir=True, readonly=True, lock=False, readahead=False, meminit=False,
-                     max_readers=2048)
+    return lmdb.open(path, subdir=True, readonly=True, lock=False, readahead=False, meminit=False, max_readers=2048)
 
 
 def _length(path: str) -> int:

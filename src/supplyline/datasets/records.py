@@ -4,12 +4,13 @@ Both ``supplyline pack`` (writing) and the datasets (reading) use these, so the 
 disagree. A sample is a dict: ``"__key__"`` -> str, and one entry per field (file extension such as
 ``"jpg"`` or ``"cls"``) -> bytes, exactly as they were on disk.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import struct
-from typing import Mapping
+from collections.abc import Mapping
 
 _HEADER_LEN = struct.Struct("<I")
 EMPTY_CHAIN = b"\0" * 32
@@ -25,19 +26,20 @@ def encode_record(sample: Mapping[str, object]) -> bytes:
     reading a dataset never runs code from it."""
     fields = fields_of(sample)
     names = sorted(fields)
-    header = json.dumps({"key": sample["__key__"], "fields": [[n, len(fields[n])] for n in names]},
-                        separators=(",", ":")).encode()
+    header = json.dumps(
+        {"key": sample["__key__"], "fields": [[n, len(fields[n])] for n in names]}, separators=(",", ":")
+    ).encode()
     return b"".join([_HEADER_LEN.pack(len(header)), header, *(fields[n] for n in names)])
 
 
 def decode_record(value: bytes) -> dict[str, object]:
     (header_len,) = _HEADER_LEN.unpack_from(value, 0)
     start = _HEADER_LEN.size
-    header = json.loads(bytes(value[start:start + header_len]))
+    header = json.loads(bytes(value[start : start + header_len]))
     sample: dict[str, object] = {"__key__": header["key"]}
     offset = start + header_len
     for name, size in header["fields"]:
-        sample[name] = bytes(value[offset:offset + size])
+        sample[name] = bytes(value[offset : offset + size])
         offset += size
     return sample
 

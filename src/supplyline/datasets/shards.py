@@ -5,12 +5,14 @@ ranks: consumer ``rank * num_workers + worker_id`` of ``world_size * num_workers
 ``consumers``-th shard. With fewer shards than consumers, the consumers sharing a shard take every
 k-th sample of it instead, so nobody idles on an empty list and nothing is read twice.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import random
-from typing import Any, BinaryIO, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO
 
 from torch.utils.data import IterableDataset, get_worker_info
 
@@ -129,8 +131,13 @@ class ShardDataset(IterableDataset):
     split stays exact. ``transform`` is applied to each sample dict (decode images there).
     """
 
-    def __init__(self, source: str | Sequence[str], shuffle_buffer: int = 0, seed: int = 0,
-                 transform: Callable[[Sample], Any] | None = None) -> None:
+    def __init__(
+        self,
+        source: str | Sequence[str],
+        shuffle_buffer: int = 0,
+        seed: int = 0,
+        transform: Callable[[Sample], Any] | None = None,
+    ) -> None:
         super().__init__()
         self.shards = shard_paths(source)
         self.shuffle_buffer = shuffle_buffer

@@ -5,6 +5,7 @@ SCRIPT ARGS``: torchrun starts the ranks (and the rendezvous across nodes), each
 doctor around the unchanged script. Nothing of ours travels between machines: the records meet
 through ``torch.distributed`` or the filesystem (doctor/ranks.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,9 @@ def add_launcher_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--node-rank", type=int, metavar="K", help="this machine's index (static rendezvous)")
     g.add_argument("--rdzv-endpoint", metavar="HOST:PORT", help="rendezvous address, needed with --nnodes > 1")
     g.add_argument("--rdzv-backend", default="c10d", metavar="NAME", help="rendezvous backend (default: %(default)s)")
-    g.add_argument("--rdzv-id", default="supplyline", metavar="ID", help="job id shared by all nodes (default: %(default)s)")
+    g.add_argument(
+        "--rdzv-id", default="supplyline", metavar="ID", help="job id shared by all nodes (default: %(default)s)"
+    )
 
 
 def torchrun_argv(target: Any, out_dir: str, args: argparse.Namespace) -> list[str]:
@@ -38,12 +41,25 @@ def torchrun_argv(target: Any, out_dir: str, args: argparse.Namespace) -> list[s
     if multi:
         if not args.rdzv_endpoint:
             raise UserError("--nnodes > 1 needs --rdzv-endpoint HOST:PORT (the address of the first node)")
-        launcher += ["--rdzv-backend", args.rdzv_backend, "--rdzv-endpoint", args.rdzv_endpoint,
-                     "--rdzv-id", args.rdzv_id]
+        launcher += [
+            "--rdzv-backend",
+            args.rdzv_backend,
+            "--rdzv-endpoint",
+            args.rdzv_endpoint,
+            "--rdzv-id",
+            args.rdzv_id,
+        ]
         if args.node_rank is not None:
             launcher += ["--node-rank", str(args.node_rank)]
     elif args.rdzv_endpoint:
-        launcher += ["--rdzv-backend", args.rdzv_backend, "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", args.rdzv_id]
+        launcher += [
+            "--rdzv-backend",
+            args.rdzv_backend,
+            "--rdzv-endpoint",
+            args.rdzv_endpoint,
+            "--rdzv-id",
+            args.rdzv_id,
+        ]
     else:
         launcher += ["--standalone"]
     doctor = ["--out", out_dir]
@@ -84,9 +100,12 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
         records, _ = load_rank_records(out_dir)
         world = int((next(iter(records.values())).distributed or {}).get("world_size") or len(records))
         if len(records) < world:
-            print(f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
-                  f"report is on the node of rank 0, or copy every node's rank-K folders here and run "
-                  f"`supplyline merge {out_dir}`", file=sys.stderr)
+            print(
+                f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
+                f"report is on the node of rank 0, or copy every node's rank-K folders here and run "
+                f"`supplyline merge {out_dir}`",
+                file=sys.stderr,
+            )
             return
         report = merge_dir(out_dir)
     except UserError as exc:

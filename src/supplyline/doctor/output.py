@@ -1,9 +1,11 @@
 """Write what a doctor run produced: record.json, report.json, trace.json, report.html, and the terminal summary."""
+
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from supplyline.analyze.report import build_report
 from supplyline.atomic import atomic_write_json, atomic_write_text
@@ -14,8 +16,9 @@ from supplyline.render.console import render_summary
 DERIVED = {"json": "report.json", "trace": "trace.json", "html": "report.html"}
 
 
-def write_derived(record: RunRecord, report: dict[str, Any], out_dir: str,
-                  kinds: Iterable[str] = ("json", "trace", "html")) -> list[str]:
+def write_derived(
+    record: RunRecord, report: dict[str, Any], out_dir: str, kinds: Iterable[str] = ("json", "trace", "html")
+) -> list[str]:
     """Write the chosen derived files atomically; returns their paths. Shared with `supplyline report`."""
     paths = []
     for kind in kinds:
@@ -49,6 +52,9 @@ def write_outputs(record: RunRecord, out_dir: str, quiet: bool = False) -> dict:
         if not quiet:
             render_summary(report, out_dir)
     except Exception as exc:  # never lose the run over a rendering bug
-        print(f"supplyline: warning: could not render the report ({type(exc).__name__}: {exc}); "
-              f"the record is saved in {out_dir}/record.json", file=sys.stderr)
+        print(
+            f"supplyline: warning: could not render the report ({type(exc).__name__}: {exc}); "
+            f"the record is saved in {out_dir}/record.json",
+            file=sys.stderr,
+        )
     return report

@@ -14,6 +14,7 @@ in the first of these ways that works:
 3. Otherwise ``supplyline merge DIR`` (or ``supplyline report DIR``) merges afterwards, once the
    ``rank-K`` folders of all nodes are copied into one ``DIR``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,9 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from supplyline.record import RunRecord
 
@@ -45,7 +47,7 @@ class RankInfo:
     restart_count: int
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "RankInfo | None":
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> RankInfo | None:
         """The rank torchrun (or SLURM + init_process_group's env://) set up; None outside a launcher."""
         if "RANK" not in environ or "WORLD_SIZE" not in environ:
             return None
@@ -53,12 +55,18 @@ class RankInfo:
             rank, world = int(environ["RANK"]), int(environ["WORLD_SIZE"])
         except ValueError:
             return None
-        return cls(rank=rank, world_size=world, local_rank=int(environ.get("LOCAL_RANK", "0") or 0),
-                   local_world_size=int(environ.get("LOCAL_WORLD_SIZE", "1") or 1),
-                   node_rank=int(environ.get("GROUP_RANK", environ.get("NODE_RANK", "0")) or 0),
-                   hostname=socket.gethostname(), master_addr=environ.get("MASTER_ADDR", ""),
-                   master_port=environ.get("MASTER_PORT", ""), run_id=environ.get("TORCHELASTIC_RUN_ID", ""),
-                   restart_count=int(environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0))
+        return cls(
+            rank=rank,
+            world_size=world,
+            local_rank=int(environ.get("LOCAL_RANK", "0") or 0),
+            local_world_size=int(environ.get("LOCAL_WORLD_SIZE", "1") or 1),
+            node_rank=int(environ.get("GROUP_RANK", environ.get("NODE_RANK", "0")) or 0),
+            hostname=socket.gethostname(),
+            master_addr=environ.get("MASTER_ADDR", ""),
+            master_port=environ.get("MASTER_PORT", ""),
+            run_id=environ.get("TORCHELASTIC_RUN_ID", ""),
+            restart_count=int(environ.get("TORCHELASTIC_RESTART_COUNT", "0") or 0),
+        )
 
     @property
     def job_key(self) -> str:
@@ -83,6 +91,7 @@ def sigterm_raises() -> Iterator[None]:
 
     torchrun gives its workers 30 s between SIGTERM and SIGKILL: plenty for one record.
     """
+
     def handler(signum: int, frame: Any) -> None:
         raise Terminated("stopped by SIGTERM (torchrun sends it when another rank fails; so do schedulers)")
 
@@ -141,8 +150,11 @@ def _gather(record: RunRecord, info: RankInfo) -> list[Any] | None:
         dist.destroy_process_group(group)
         return out if out is not None else []
     except Exception as exc:  # a broken group: the files are on disk, the merge happens without it
-        print(f"supplyline doctor: rank {info.rank}: records not gathered through torch.distributed "
-              f"({type(exc).__name__}); merging from the files instead", file=sys.stderr)
+        print(
+            f"supplyline doctor: rank {info.rank}: records not gathered through torch.distributed "
+            f"({type(exc).__name__}); merging from the files instead",
+            file=sys.stderr,
+        )
         return None
 
 
@@ -157,8 +169,10 @@ def _same_job_on_disk(path: str, job_key: str) -> bool:
 
 
 def _all_records_here(out_dir: str, info: RankInfo) -> bool:
-    return all(_same_job_on_disk(os.path.join(rank_dir(out_dir, r), "record.json"), info.job_key)
-               for r in range(info.world_size))
+    return all(
+        _same_job_on_disk(os.path.join(rank_dir(out_dir, r), "record.json"), info.job_key)
+        for r in range(info.world_size)
+    )
 
 
 def _claim_merge(out_dir: str, info: RankInfo) -> bool:

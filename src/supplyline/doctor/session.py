@@ -3,6 +3,7 @@
 The session never harms the job: every piece that can fail on an odd machine (the monitor, NVML,
 the sampler) degrades to a note in the record, and the hooks are always uninstalled.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +13,9 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import psutil
 import torch
@@ -28,9 +30,18 @@ from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, What
 
 
 class DoctorSession:
-    def __init__(self, target: TargetInfo, out_dir: str, steps: int | None = None, seconds: float | None = None,
-                 what_if: bool = True, what_if_steps: int = 20, monitor_interval_s: float = 1.0,
-                 sampler_interval_s: float = 0.04, rank: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        target: TargetInfo,
+        out_dir: str,
+        steps: int | None = None,
+        seconds: float | None = None,
+        what_if: bool = True,
+        what_if_steps: int = 20,
+        monitor_interval_s: float = 1.0,
+        sampler_interval_s: float = 0.04,
+        rank: dict[str, Any] | None = None,
+    ) -> None:
         self.target = target
         self.out_dir = out_dir
         self.steps_limit = steps
@@ -76,8 +87,9 @@ class DoctorSession:
             from supplyline.collect.sampler import Monitor
 
             os.makedirs(self.out_dir, exist_ok=True)
-            self.monitor = Monitor(interval=self.monitor_interval_s,
-                                   log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid())
+            self.monitor = Monitor(
+                interval=self.monitor_interval_s, log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid()
+            )
             self.monitor.start()
         except Exception as exc:  # the diagnosis goes on without host metrics
             self.monitor = None
@@ -103,8 +115,12 @@ class DoctorSession:
         except Exception as exc:
             self.notes.append(f"host monitor failed: {exc}")
             samples, gpu_note = [], None
-        return {"interval_s": self.monitor_interval_s, "samples": samples, "gpu_note": gpu_note,
-                "t0_unix_s": self.t0_unix}
+        return {
+            "interval_s": self.monitor_interval_s,
+            "samples": samples,
+            "gpu_note": gpu_note,
+            "t0_unix_s": self.t0_unix,
+        }
 
     # -- stopping and what-if -----------------------------------------------------------------
     def _on_step_closed(self, n: int) -> None:
@@ -149,7 +165,7 @@ class DoctorSession:
         finally:
             self.clock.depth = 0
         times.append(time.perf_counter())
-        measured = times[min(queued, max(len(times) - 2, 0)):]
+        measured = times[min(queued, max(len(times) - 2, 0)) :]
         if len(measured) >= 3:
             self.whatif.loader_only_batches = len(measured) - 1
             self.whatif.loader_only_batches_per_s = (len(measured) - 1) / (measured[-1] - measured[0])
@@ -163,20 +179,33 @@ class DoctorSession:
             self.whatif.compute_only_step_s = statistics.median(replay)
         self.whatif.ran = bool(replay) and self.whatif.loader_only_batches_per_s is not None
         if self.whatif.enabled and not self.whatif.ran and not self.whatif.note:
-            self.whatif.note = ("the script ended before the what-if phases (use --steps N or --seconds T)"
-                                if self.observed_steps is None else "the loader ran out during the what-if phases")
+            self.whatif.note = (
+                "the script ended before the what-if phases (use --steps N or --seconds T)"
+                if self.observed_steps is None
+                else "the loader ran out during the what-if phases"
+            )
         lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
-        loaders = [asdict(info) | {"role": "train" if lid == self.clock.train_loader else "other",
-                                   "dataset_spec": (self._dataset_spec(lid) if lid == self.clock.train_loader
-                                                    else None)}
-                   for lid, info in self.hooks.loaders.items()]
+        loaders = [
+            asdict(info)
+            | {
+                "role": "train" if lid == self.clock.train_loader else "other",
+                "dataset_spec": (self._dataset_spec(lid) if lid == self.clock.train_loader else None),
+            }
+            for lid, info in self.hooks.loaders.items()
+        ]
         return RunRecord(
             **new_version_fields(),
             target=self.target,
             host=host_info(),
-            outcome=OutcomeInfo(outcome.exit_code, outcome.reason,
-                                self.stop_message if outcome.reason == "stopped" else None,
-                                outcome.exception_type, outcome.exception_message, outcome.traceback_text, wall),
+            outcome=OutcomeInfo(
+                outcome.exit_code,
+                outcome.reason,
+                self.stop_message if outcome.reason == "stopped" else None,
+                outcome.exception_type,
+                outcome.exception_message,
+                outcome.traceback_text,
+                wall,
+            ),
             steps=steps["steps"],
             outside_steps_s=steps["outside_steps_s"],
             train_loader_id=self.clock.train_loader,
@@ -185,9 +214,12 @@ class DoctorSession:
             saves=[asdict(s) for s in self.hooks.saves],
             logging_calls=self.hooks.logging_calls,
             line_samples=lines,
-            sampler={"interval_s": self.sampler.interval_s, "samples": self.sampler.samples,
-                     "cpu_s": self.sampler.cpu_s,
-                     "monitor_cpu_s": getattr(self.monitor, "sampler_cpu_s", None)},
+            sampler={
+                "interval_s": self.sampler.interval_s,
+                "samples": self.sampler.samples,
+                "cpu_s": self.sampler.cpu_s,
+                "monitor_cpu_s": getattr(self.monitor, "sampler_cpu_s", None),
+            },
             whatif=self.whatif,
             monitor=monitor_data,
             gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
@@ -225,16 +257,30 @@ def host_info() -> HostInfo:
         shm: int | None = shutil.disk_usage("/dev/shm").free
     except OSError:
         shm = None
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
-    return HostInfo(cpu_count=os.cpu_count() or 1, total_memory_bytes=psutil.virtual_memory().total,
-                    torch_version=torch.__version__, torch_threads=torch.get_num_threads(),
-                    cuda_available=torch.cuda.is_available(), gpu_names=gpus, shm_free_bytes=shm,
-                    platform=f"{platform.system()} {platform.machine()} Python {platform.python_version()}")
+    gpus = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    )
+    return HostInfo(
+        cpu_count=os.cpu_count() or 1,
+        total_memory_bytes=psutil.virtual_memory().total,
+        torch_version=torch.__version__,
+        torch_threads=torch.get_num_threads(),
+        cuda_available=torch.cuda.is_available(),
+        gpu_names=gpus,
+        shm_free_bytes=shm,
+        platform=f"{platform.system()} {platform.machine()} Python {platform.python_version()}",
+    )
 
 
 @contextlib.contextmanager
-def watch(out: str = "supplyline-report", steps: int | None = None, seconds: float | None = None,
-          what_if: bool = True, what_if_steps: int = 20, quiet: bool = False) -> Iterator[DoctorSession]:
+def watch(
+    out: str = "supplyline-report",
+    steps: int | None = None,
+    seconds: float | None = None,
+    what_if: bool = True,
+    what_if_steps: int = 20,
+    quiet: bool = False,
+) -> Iterator[DoctorSession]:
     """Library form of the doctor for notebooks: ``with supplyline.watch() as run: <training loop>``.
 
     Produces the same record and reports as ``supplyline doctor``. Reaching ``steps``/``seconds``

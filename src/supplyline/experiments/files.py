@@ -4,6 +4,7 @@
 Entries that cannot be read (dangling symlinks, FIFOs and other special files, permission errors)
 are counted and listed rather than fatal: one bad file should not stop a diagnosis of a million.
 """
+
 from __future__ import annotations
 
 import os
@@ -99,8 +100,12 @@ def _add_entry(result: Walk, path: str, rel: str) -> None:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device")):
+    for test, name in (
+        (stat.S_ISFIFO, "FIFO"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+    ):
         if test(mode):
             return name
     return "special file"

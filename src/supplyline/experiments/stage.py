@@ -5,14 +5,15 @@ a margin (tmpfs pages are RAM the training job needs too), copies into a tempora
 hashing, verifies the copy against those hashes, then renames it into place, so a DST that exists
 is always complete. A marker file records what was staged, for ``--cleanup`` and re-runs.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import psutil
 
@@ -63,13 +64,17 @@ def check_fits(total: int, dst: str, margin: float) -> None:
     needed = int(total * (1 + margin))
     free = shutil.disk_usage(parent).free
     if needed > free:
-        raise UserError(f"the dataset is {human_bytes(total)}; {parent} has {human_bytes(free)} free "
-                        f"(needs {human_bytes(needed)} with a {margin:.0%} margin): not staged")
+        raise UserError(
+            f"the dataset is {human_bytes(total)}; {parent} has {human_bytes(free)} free "
+            f"(needs {human_bytes(needed)} with a {margin:.0%} margin): not staged"
+        )
     if locate(parent).fs_type in MEMORY_FS:
         available = psutil.virtual_memory().available
         if needed > available:
-            raise UserError(f"the dataset is {human_bytes(total)} but only {human_bytes(available)} of RAM is "
-                            f"available (needs {human_bytes(needed)} with a {margin:.0%} margin): not staged")
+            raise UserError(
+                f"the dataset is {human_bytes(total)} but only {human_bytes(available)} of RAM is "
+                f"available (needs {human_bytes(needed)} with a {margin:.0%} margin): not staged"
+            )
 
 
 def stage(src: str, dst: str, margin: float, force: bool, advance: Callable[[int], None]) -> StageResult:
@@ -95,8 +100,10 @@ def stage(src: str, dst: str, margin: float, force: bool, advance: Callable[[int
     try:
         hashes = _copy(result, tmp, advance)
         _verify(tmp, hashes)
-        atomic_write_json(os.path.join(tmp, MARKER), {"source": result.root, "fingerprint": print_,
-                                                     "files": len(hashes), "bytes": result.total_bytes})
+        atomic_write_json(
+            os.path.join(tmp, MARKER),
+            {"source": result.root, "fingerprint": print_, "files": len(hashes), "bytes": result.total_bytes},
+        )
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.replace(tmp, dst)

@@ -7,6 +7,7 @@
 
 See docs/fixes.md for the two-line change each one needs and what it guarantees.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -15,15 +16,19 @@ from typing import TYPE_CHECKING, Any
 # Imported on first use (PEP 562), so `from supplyline.fixes import async_logging` does not
 # pay for importing torch.
 _HOMES = {
-    "AsyncLogging": "logging_queue", "async_logging": "logging_queue",
-    "AsyncCheckpointer": "checkpoint", "load_latest": "checkpoint",
-    "Checkpoint": "_ckpt_files", "Every": "periodic", "every": "periodic",
+    "AsyncLogging": "logging_queue",
+    "async_logging": "logging_queue",
+    "AsyncCheckpointer": "checkpoint",
+    "load_latest": "checkpoint",
+    "Checkpoint": "_ckpt_files",
+    "Every": "periodic",
+    "every": "periodic",
 }
 
 if TYPE_CHECKING:
     from supplyline.fixes._ckpt_files import Checkpoint
-    from supplyline.fixes.logging_queue import AsyncLogging, async_logging
     from supplyline.fixes.checkpoint import AsyncCheckpointer, load_latest
+    from supplyline.fixes.logging_queue import AsyncLogging, async_logging
     from supplyline.fixes.periodic import Every, every
 
 __all__ = sorted(_HOMES)

@@ -8,6 +8,7 @@
 A checkpoint becomes visible only by a rename after its bytes are fsync'ed, and ``latest``
 moves only after that rename: a crash at any moment leaves ``latest`` at a complete checkpoint.
 """
+
 from __future__ import annotations
 
 import errno
@@ -34,6 +35,7 @@ _SUFFIX = {TORCH_FORMAT: ".pt", DCP_FORMAT: ".dcp"}
 @dataclass(frozen=True)
 class Checkpoint:
     """A loaded checkpoint: the saved ``state`` and what the ``latest`` pointer says about it."""
+
     state: Any
     step: int
     metric: float | None
@@ -78,9 +80,16 @@ def write_torch_file(snapshot: Any, directory: str, name: str) -> str:
 
 def publish(directory: str, pointer: str, name: str, step: int, metric: float | None, fmt: str) -> None:
     """Point ``latest`` (or ``best``) at a checkpoint that is already complete on disk."""
-    atomic_write_json(os.path.join(directory, pointer),
-                      {"name": name, "step": step, "metric": metric, "format": fmt,
-                       "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    atomic_write_json(
+        os.path.join(directory, pointer),
+        {
+            "name": name,
+            "step": step,
+            "metric": metric,
+            "format": fmt,
+            "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        },
+    )
     fsync_dir(directory)
 
 
@@ -113,7 +122,7 @@ def prune(directory: str, prefix: str, keep_last: int) -> None:
     """Remove all but the newest ``keep_last`` checkpoints; never one a pointer names."""
     protected = {info["name"] for info in (read_pointer(directory, p) for p in POINTERS) if info}
     finished = list_checkpoints(directory, prefix)
-    for _, name in finished[:max(0, len(finished) - keep_last)]:
+    for _, name in finished[: max(0, len(finished) - keep_last)]:
         if name not in protected:
             remove_path(os.path.join(directory, name))
 
@@ -153,8 +162,9 @@ def describe_write_error(exc: BaseException, directory: str, step: int, size_byt
     return f"checkpoint for step {step} was not written to {directory}: {reason}"
 
 
-def load_latest(directory: str, map_location: Any = "cpu", weights_only: bool = True,
-                into: dict[str, Any] | None = None) -> Checkpoint | None:
+def load_latest(
+    directory: str, map_location: Any = "cpu", weights_only: bool = True, into: dict[str, Any] | None = None
+) -> Checkpoint | None:
     """Load the checkpoint ``latest`` points at, or None when there is none yet.
 
     ``weights_only`` is passed to ``torch.load`` (True refuses to unpickle arbitrary objects).
@@ -170,6 +180,7 @@ def load_latest(directory: str, map_location: Any = "cpu", weights_only: bool = 
     try:
         if info.get("format") == DCP_FORMAT:
             from supplyline.fixes._dcp import load_dcp
+
             state = load_dcp(path, into)
         else:
             state = torch.load(path, map_location=map_location, weights_only=weights_only)

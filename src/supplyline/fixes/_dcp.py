@@ -5,6 +5,7 @@ the finished directory into place and moves the pointer, as in the single-proces
 async_save needs a process group with a CPU backend (gloo) because its collectives run on a
 background thread on CPU; when the default group has none (NCCL only) we make a gloo group.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,10 @@ def distributed_active() -> bool:
 def checkpoint_group() -> Any:
     """A process group async_save accepts. Collective: every rank must call it."""
     if not hasattr(_dcp(), "async_save"):
-        raise UserError(f"AsyncCheckpointer: torch {torch.__version__} has no "
-                        "torch.distributed.checkpoint.async_save (needs torch >= 2.4)")
+        raise UserError(
+            f"AsyncCheckpointer: torch {torch.__version__} has no "
+            "torch.distributed.checkpoint.async_save (needs torch >= 2.4)"
+        )
     default = dist.group.WORLD
     device_types = getattr(default, "_device_types", None)
     if device_types is None or torch.device("cpu") in device_types:
@@ -86,12 +89,15 @@ def load_dcp(path: str, into: dict[str, Any] | None) -> dict[str, Any]:
         return into
     from torch.distributed.checkpoint.default_planner import _EmptyStateDictLoadPlanner
     from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
+
     state: dict[str, Any] = {}
-    _load_state_dict(state, storage_reader=dcp.FileSystemReader(path),
-                     planner=_EmptyStateDictLoadPlanner(), no_dist=True)
+    _load_state_dict(
+        state, storage_reader=dcp.FileSystemReader(path), planner=_EmptyStateDictLoadPlanner(), no_dist=True
+    )
     return state
 
 
 def _dcp() -> Any:
     import torch.distributed.checkpoint as dcp
+
     return dcp

@@ -6,14 +6,16 @@ checkpoint is lost if the process ends before the background thread drains it. O
 registry keeps the order predictable (last registered runs first, like ``atexit``) and
 installs a single SIGTERM handler however many helpers are in use.
 """
+
 from __future__ import annotations
 
 import atexit
 import os
 import signal
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable
+from typing import Any
 
 # Re-entrant: the SIGTERM handler runs on the main thread and may interrupt it inside register().
 _lock = threading.RLock()

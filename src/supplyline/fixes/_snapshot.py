@@ -3,6 +3,7 @@
 The copy is what makes a background save safe: the optimizer can update the parameters in
 place right after ``save()`` returns while the writer thread serializes the copy.
 """
+
 from __future__ import annotations
 
 import copy
@@ -68,5 +69,12 @@ def _identity(tensor: torch.Tensor) -> _TensorKey | None:
         storage_ptr = tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError):  # sparse, meta and some subclasses have no plain storage
         return None
-    return (storage_ptr, tensor.storage_offset(), tensor.numel(), tuple(tensor.shape),
-            tuple(tensor.stride()), tensor.dtype, str(tensor.device))
+    return (
+        storage_ptr,
+        tensor.storage_offset(),
+        tensor.numel(),
+        tuple(tensor.shape),
+        tuple(tensor.stride()),
+        tensor.dtype,
+        str(tensor.device),
+    )

@@ -11,14 +11,16 @@ weights while the file is written; ``latest`` only ever names a complete, fsync'
 (a crash or SIGKILL at any moment leaves the previous one); at most one save is in flight;
 a failed write (a full disk) is reported once and the previous checkpoint stays ``latest``.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from supplyline.errors import UserError
 from supplyline.fixes import _ckpt_files as files
@@ -41,11 +43,17 @@ class AsyncCheckpointer:
     ``torch.distributed.checkpoint.async_save`` and always waits, so that ranks stay in step.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], keep_last: int = 3,
-                 every_steps: int | None = None, every_seconds: float | None = None,
-                 on_improvement: Literal["min", "max"] | None = None,
-                 policy: Literal["wait", "skip"] = "wait",
-                 on_error: Literal["raise", "warn"] = "raise", prefix: str = "ckpt") -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        keep_last: int = 3,
+        every_steps: int | None = None,
+        every_seconds: float | None = None,
+        on_improvement: Literal["min", "max"] | None = None,
+        policy: Literal["wait", "skip"] = "wait",
+        on_error: Literal["raise", "warn"] = "raise",
+        prefix: str = "ckpt",
+    ) -> None:
         _validate(keep_last, every_steps, every_seconds, on_improvement, policy, on_error)
         self.directory = os.path.abspath(os.fspath(directory))
         self.keep_last, self.every_steps, self.every_seconds = keep_last, every_steps, every_seconds
@@ -121,8 +129,9 @@ class AsyncCheckpointer:
         else:
             job = self._dcp_job(state, step, metric, improved)
         size = tensor_bytes(state)
-        self._thread = threading.Thread(target=self._run, args=(job, step, size, improved, previous_best),
-                                        name=f"supplyline-checkpoint-{step}")
+        self._thread = threading.Thread(
+            target=self._run, args=(job, step, size, improved, previous_best), name=f"supplyline-checkpoint-{step}"
+        )
         self._thread.start()
         self.saves_started += 1
         return True
@@ -133,6 +142,7 @@ class AsyncCheckpointer:
         def job() -> None:
             files.write_torch_file(snapshot, self.directory, name)
             self._publish(name, step, metric, improved, files.TORCH_FORMAT)
+
         return job
 
     def _dcp_job(self, state: State, step: int, metric: float | None, improved: bool) -> Callable[[], None]:
@@ -147,6 +157,7 @@ class AsyncCheckpointer:
             _dcp.finish_save(future, temp_dir, final_dir, self._coordinator)
             if self._coordinator:
                 self._publish(name, step, metric, improved, files.DCP_FORMAT)
+
         return job
 
     def _publish(self, name: str, step: int, metric: float | None, improved: bool, fmt: str) -> None:
@@ -160,8 +171,7 @@ class AsyncCheckpointer:
             files.publish(self.directory, "best", name, step, metric, fmt)
         files.prune(self.directory, self.prefix, self.keep_last)
 
-    def _run(self, job: Callable[[], None], step: int, size: int, improved: bool,
-             previous_best: float | None) -> None:
+    def _run(self, job: Callable[[], None], step: int, size: int, improved: bool, previous_best: float | None) -> None:
         try:
             job()
         except BaseException as exc:
@@ -212,11 +222,12 @@ class AsyncCheckpointer:
             if not logging.getLogger().handlers:
                 os.write(2, f"supplyline: {message}\n".encode())
 
-    def __enter__(self) -> "AsyncCheckpointer":
+    def __enter__(self) -> AsyncCheckpointer:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.close()
         else:  # do not hide the user's exception behind a checkpoint error
@@ -225,22 +236,31 @@ class AsyncCheckpointer:
             self._at_exit()
 
 
-def _validate(keep_last: int, every_steps: int | None, every_seconds: float | None,
-              on_improvement: str | None, policy: str, on_error: str) -> None:
+def _validate(
+    keep_last: int,
+    every_steps: int | None,
+    every_seconds: float | None,
+    on_improvement: str | None,
+    policy: str,
+    on_error: str,
+) -> None:
     if keep_last < 1:
         raise UserError(f"AsyncCheckpointer: keep_last must be at least 1, got {keep_last}")
     if every_steps is not None and every_steps < 1:
         raise UserError(f"AsyncCheckpointer: every_steps must be at least 1, got {every_steps}")
     if every_seconds is not None and every_seconds <= 0:
         raise UserError(f"AsyncCheckpointer: every_seconds must be positive, got {every_seconds}")
-    for name, value, allowed in (("on_improvement", on_improvement, (None, "min", "max")),
-                                 ("policy", policy, ("wait", "skip")), ("on_error", on_error, ("raise", "warn"))):
+    for name, value, allowed in (
+        ("on_improvement", on_improvement, (None, "min", "max")),
+        ("policy", policy, ("wait", "skip")),
+        ("on_error", on_error, ("raise", "warn")),
+    ):
         if value not in allowed:
             raise UserError(f"AsyncCheckpointer: {name} must be one of {allowed}, got {value!r}")
 
 
-def load_latest(directory: str | os.PathLike[str], map_location: Any = "cpu", weights_only: bool = True,
-                into: State | None = None) -> files.Checkpoint | None:
+def load_latest(
+    directory: str | os.PathLike[str], map_location: Any = "cpu", weights_only: bool = True, into: State | None = None
+) -> files.Checkpoint | None:
     """The checkpoint ``latest`` names in ``directory`` (state, step, metric, path), or None."""
-    return files.load_latest(os.fspath(directory), map_location=map_location,
-                             weights_only=weights_only, into=into)
+    return files.load_latest(os.fspath(directory), map_location=map_location, weights_only=weights_only, into=into)

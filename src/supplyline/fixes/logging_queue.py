@@ -8,27 +8,29 @@ Queued records are written out on a normal exit, on an uncaught exception and on
 nothing is lost on those endings. SIGKILL and ``os._exit`` skip every clean-up and can still
 lose the last queued lines.
 """
+
 from __future__ import annotations
 
 import logging
 import queue
 import threading
+from collections.abc import Iterable
 from logging.handlers import QueueHandler, QueueListener
 from types import TracebackType
-from typing import Iterable
 
 from supplyline.errors import UserError
 from supplyline.fixes import _exit
 
-_active: dict[str, "AsyncLogging"] = {}
+_active: dict[str, AsyncLogging] = {}
 _active_lock = threading.Lock()
 
 
 class AsyncLogging:
     """A logger whose handlers run on a listener thread; ``stop()`` flushes and puts them back."""
 
-    def __init__(self, logger: logging.Logger, handlers: list[logging.Handler],
-                 detached: list[logging.Handler]) -> None:
+    def __init__(
+        self, logger: logging.Logger, handlers: list[logging.Handler], detached: list[logging.Handler]
+    ) -> None:
         self.logger = logger
         self.handlers = handlers
         self._detached = detached  # handlers we took off the logger, to restore on stop()
@@ -39,7 +41,7 @@ class AsyncLogging:
         self.listener = QueueListener(self.queue, *handlers, respect_handler_level=True)
         self._stopped = False
 
-    def start(self) -> "AsyncLogging":
+    def start(self) -> AsyncLogging:
         self.listener.start()
         for handler in self._detached:
             self.logger.removeHandler(handler)
@@ -70,16 +72,18 @@ class AsyncLogging:
             if _active.get(self.logger.name) is self:
                 del _active[self.logger.name]
 
-    def __enter__(self) -> "AsyncLogging":
+    def __enter__(self) -> AsyncLogging:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 
-def async_logging(logger: logging.Logger | str | None = None,
-                  handlers: Iterable[logging.Handler] | None = None) -> AsyncLogging:
+def async_logging(
+    logger: logging.Logger | str | None = None, handlers: Iterable[logging.Handler] | None = None
+) -> AsyncLogging:
     """Move ``logger``'s handlers (the root logger's by default) behind a queue.
 
     ``handlers``: the handlers to run on the listener thread; by default all of the logger's
@@ -98,10 +102,11 @@ def async_logging(logger: logging.Logger | str | None = None,
         chosen = [h for h in chosen if not isinstance(h, QueueHandler)]
         if not chosen:
             name = "the root logger" if target is logging.getLogger() else f"logger {target.name!r}"
-            raise UserError(f"async_logging: {name} has no handlers to move; call "
-                            "logging.basicConfig(...) or add your handlers first, or pass handlers=[...]")
+            raise UserError(
+                f"async_logging: {name} has no handlers to move; call "
+                "logging.basicConfig(...) or add your handlers first, or pass handlers=[...]"
+            )
         detached = [h for h in chosen if h in attached]
         handle = AsyncLogging(target, chosen, detached).start()
         _active[target.name] = handle
     return handle
-

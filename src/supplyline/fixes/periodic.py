@@ -11,6 +11,7 @@ when it fires:
         if log_every(loss):
             logger.info("step %d loss %.4f", step, log_every.mean)
 """
+
 from __future__ import annotations
 
 import time

@@ -3,6 +3,7 @@
 The doctor calls these with the offending line it found (indentation included) and prints the
 result: lines starting with ``-`` are the user's, ``+`` the replacement, ``#`` where to put it.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,23 +23,26 @@ def logging_fix_snippet(line: str) -> str:
     When ``line`` also calls ``.item()``, adds the ``every`` change that moves that host-device
     sync out of every step."""
     indent, code = _split(line)
-    parts = ["# once, at the top of the script:",
-             "+ from supplyline.fixes import async_logging"]
+    parts = ["# once, at the top of the script:", "+ from supplyline.fixes import async_logging"]
     if _SETUP_CALL.search(code):
         parts += ["# right after your logging set-up:", f"  {indent}{code}", f"+ {indent}async_logging()"]
     else:
-        parts += ["# once, after your logging set-up and before the training loop:",
-                  "+ async_logging()",
-                  f"# {code} now only enqueues; a background thread writes it"]
+        parts += [
+            "# once, after your logging set-up and before the training loop:",
+            "+ async_logging()",
+            f"# {code} now only enqueues; a background thread writes it",
+        ]
     synced = _ITEM_CALL.search(code)
     if synced:
         value = synced.group(1)
-        parts += ["# and read the value once per 100 steps instead of syncing with the GPU every step:",
-                  "+ from supplyline.fixes import every",
-                  "+ log_every = every(n_steps=100)   # before the loop",
-                  f"- {indent}{code}",
-                  f"+ {indent}if log_every({value}):",
-                  f"+ {indent}    {_ITEM_CALL.sub('log_every.mean', code)}"]
+        parts += [
+            "# and read the value once per 100 steps instead of syncing with the GPU every step:",
+            "+ from supplyline.fixes import every",
+            "+ log_every = every(n_steps=100)   # before the loop",
+            f"- {indent}{code}",
+            f"+ {indent}if log_every({value}):",
+            f"+ {indent}    {_ITEM_CALL.sub('log_every.mean', code)}",
+        ]
     return "\n".join(parts)
 
 
@@ -46,20 +50,22 @@ def checkpoint_fix_snippet(line: str) -> str:
     """The two-line change that replaces a blocking ``torch.save`` with ``AsyncCheckpointer``."""
     indent, code = _split(line)
     state, directory, step = _parse_save(code)
-    return "\n".join([
-        "# once, before the training loop:",
-        "+ from supplyline.fixes import AsyncCheckpointer",
-        f"+ checkpointer = AsyncCheckpointer({directory}, keep_last=3)",
-        "# in the loop, instead of the blocking save:",
-        f"- {indent}{code}",
-        f"+ {indent}checkpointer.save({state}, step={step})",
-    ])
+    return "\n".join(
+        [
+            "# once, before the training loop:",
+            "+ from supplyline.fixes import AsyncCheckpointer",
+            f"+ checkpointer = AsyncCheckpointer({directory}, keep_last=3)",
+            "# in the loop, instead of the blocking save:",
+            f"- {indent}{code}",
+            f"+ {indent}checkpointer.save({state}, step={step})",
+        ]
+    )
 
 
 def _split(line: str) -> tuple[str, str]:
     stripped = line.rstrip("\n").rstrip()
     code = stripped.lstrip()
-    return stripped[:len(stripped) - len(code)], code
+    return stripped[: len(stripped) - len(code)], code
 
 
 def _parse_save(code: str) -> tuple[str, str, str]:
@@ -70,13 +76,22 @@ def _parse_save(code: str) -> tuple[str, str, str]:
         tree = ast.parse(code)
     except SyntaxError:
         return fallback
-    call = next((node for node in ast.walk(tree) if isinstance(node, ast.Call)
-                 and _call_name(node.func).endswith("save") and node.args), None)
+    call = next(
+        (
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _call_name(node.func).endswith("save") and node.args
+        ),
+        None,
+    )
     if call is None:
         return fallback
     state = ast.get_source_segment(code, call.args[0]) or fallback[0]
-    target = call.args[1] if len(call.args) > 1 else next(
-        (kw.value for kw in call.keywords if kw.arg in ("f", "checkpoint_id")), None)
+    target = (
+        call.args[1]
+        if len(call.args) > 1
+        else next((kw.value for kw in call.keywords if kw.arg in ("f", "checkpoint_id")), None)
+    )
     return state, _directory_of(target), _step_of(target)
 
 

@@ -5,6 +5,7 @@ the step boundaries come from the framework (StepClock.external). The what-if ph
 they replay and drain the DataLoader from inside its iterator, which would alter the framework's
 loop. A step limit asks the framework to stop through its own flag, never by raising.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -80,7 +81,6 @@ class CallbackCore:
             if limit:
                 session.stop_message = f"stopped after {self.steps} steps"
         else:
-            outcome = Outcome(1, "exception", type(exc).__name__, str(exc),
-                              "".join(traceback.format_exception(exc)))
+            outcome = Outcome(1, "exception", type(exc).__name__, str(exc), "".join(traceback.format_exception(exc)))
         self.record = session.stop(outcome)
         self.report = write_outputs(self.record, self.out, quiet=self.quiet)

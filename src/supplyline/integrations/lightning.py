@@ -4,6 +4,7 @@ Produces the same record and report as ``supplyline doctor``, with Lightning's o
 boundaries (one step = one ``on_train_batch_end``). Validation and sanity checks are kept out of
 the steps. Lightning is optional: importing this module without it raises an ImportError that says so.
 """
+
 from __future__ import annotations
 
 from typing import Any

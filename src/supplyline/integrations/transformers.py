@@ -5,6 +5,7 @@ boundaries (one step = one optimizer update, ``on_step_end``; gradient-accumulat
 belong to their update). Evaluation is kept out of the steps. transformers is optional: importing
 this module without it raises an ImportError that says so.
 """
+
 from __future__ import annotations
 
 from typing import Any

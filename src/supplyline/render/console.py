@@ -1,4 +1,5 @@
 """The doctor's terminal summary (rich, on stderr so the script's own stdout stays clean)."""
+
 from __future__ import annotations
 
 import os
@@ -8,11 +9,24 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-PHASE_LABEL = {"data_wait": "data wait", "transfer": "transfer", "compute": "compute", "collective": "collective",
-               "logging": "logging",
-               "checkpoint": "checkpoint", "other": "other"}
-PHASE_STYLE = {"data_wait": "red", "transfer": "magenta", "compute": "green", "collective": "blue", "logging": "yellow",
-               "checkpoint": "cyan", "other": "white"}
+PHASE_LABEL = {
+    "data_wait": "data wait",
+    "transfer": "transfer",
+    "compute": "compute",
+    "collective": "collective",
+    "logging": "logging",
+    "checkpoint": "checkpoint",
+    "other": "other",
+}
+PHASE_STYLE = {
+    "data_wait": "red",
+    "transfer": "magenta",
+    "compute": "green",
+    "collective": "blue",
+    "logging": "yellow",
+    "checkpoint": "cyan",
+    "other": "white",
+}
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
@@ -25,18 +39,24 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
     c = console or Console(stderr=True, highlight=False)
     t = report["target"]
     o = report["outcome"]
-    how = o.get("stop_message") or {"completed": "ran to its end", "exception": f"crashed ({o.get('exception_type')})",
-                                    "sys_exit": f"exited with {o['exit_code']}", "interrupted": "interrupted",
-                                    "stopped": "stopped"}.get(o["reason"], o["reason"])
+    how = o.get("stop_message") or {
+        "completed": "ran to its end",
+        "exception": f"crashed ({o.get('exception_type')})",
+        "sys_exit": f"exited with {o['exit_code']}",
+        "interrupted": "interrupted",
+        "stopped": "stopped",
+    }.get(o["reason"], o["reason"])
     c.rule(f"[bold]supplyline doctor[/] — {escape(os.path.basename(t['name']))} ({escape(how)})")
     v = report["verdict"]
     c.print(f"[bold]Verdict:[/] [bold]{v['bound'].upper()}[/] — {escape(v['sentence'])}")
     s = report["steps"]
     if s["observed"]:
         rate = f"{s['samples_per_s']:.0f} samples/s" if s.get("samples_per_s") else ""
-        c.print(f"\n[bold]Step time[/] median {s['step_ms_median']:.1f} ms · p95 {s['step_ms_p95']:.1f} ms · "
-                f"{s['steps_per_s']:.1f} steps/s {rate} · {s['observed']} steps observed"
-                + (f" (first {s['warmup_excluded']} excluded as warm-up)" if s["warmup_excluded"] else ""))
+        c.print(
+            f"\n[bold]Step time[/] median {s['step_ms_median']:.1f} ms · p95 {s['step_ms_p95']:.1f} ms · "
+            f"{s['steps_per_s']:.1f} steps/s {rate} · {s['observed']} steps observed"
+            + (f" (first {s['warmup_excluded']} excluded as warm-up)" if s["warmup_excluded"] else "")
+        )
         for p, share in report["phase_share"].items():
             ms = report["phase_ms_per_step"][p]
             if p == "collective" and ms == 0:
@@ -44,19 +64,30 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
             c.print(f"  {PHASE_LABEL[p]:<11}[{PHASE_STYLE[p]}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
     w = report["whatif"]
     if w["ran"]:
-        c.print(f"\n[bold]What-if[/] (labelled phases after the observed steps): observed "
-                f"{w['observed_steps_per_s']:.1f} steps/s · compute-only {w['compute_only_steps_per_s']:.1f} · "
-                f"loader-only {w['loader_only_steps_per_s']:.1f}"
-                + (f" → a step can go at most {w['consumer_bound_speedup']:.2f}× faster without the input side"
-                   if w.get("consumer_bound_speedup") else ""))
+        c.print(
+            f"\n[bold]What-if[/] (labelled phases after the observed steps): observed "
+            f"{w['observed_steps_per_s']:.1f} steps/s · compute-only {w['compute_only_steps_per_s']:.1f} · "
+            f"loader-only {w['loader_only_steps_per_s']:.1f}"
+            + (
+                f" → a step can go at most {w['consumer_bound_speedup']:.2f}× faster without the input side"
+                if w.get("consumer_bound_speedup")
+                else ""
+            )
+        )
     d = report["dataloader"]
     if d:
         first = d.get("time_to_first_batch_s")
-        c.print(f"\n[bold]DataLoader[/] batch_size={d['batch_size']} num_workers={d['num_workers']} "
-                f"pin_memory={d['pin_memory']} prefetch_factor={d['prefetch_factor']} "
-                f"persistent_workers={d['persistent_workers']}"
-                + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
-                + (f" · workers {d['worker_cpu_pct_mean']:.0f}% CPU each" if d.get("worker_cpu_pct_mean") is not None else ""))
+        c.print(
+            f"\n[bold]DataLoader[/] batch_size={d['batch_size']} num_workers={d['num_workers']} "
+            f"pin_memory={d['pin_memory']} prefetch_factor={d['prefetch_factor']} "
+            f"persistent_workers={d['persistent_workers']}"
+            + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
+            + (
+                f" · workers {d['worker_cpu_pct_mean']:.0f}% CPU each"
+                if d.get("worker_cpu_pct_mean") is not None
+                else ""
+            )
+        )
     if report["findings"]:
         table = Table(show_header=True, header_style="bold", expand=False, show_lines=True)
         table.add_column("#", justify="right")
@@ -66,24 +97,36 @@ def render_summary(report: dict[str, Any], out_dir: str, console: Console | None
         table.add_column("gain", justify="right")
         for i, f in enumerate(report["findings"], 1):
             gain = f"{f['expected_speedup']:.2f}×" if f.get("expected_speedup") else "—"
-            table.add_row(str(i), f"[{SEVERITY_STYLE[f['severity']]}]{f['check']}[/]",
-                          f"{f['share_of_step_time'] * 100:.0f}%",
-                          f"{escape(f['evidence'])}\n[bold]fix:[/] {escape(f['fix'])}", gain)
+            table.add_row(
+                str(i),
+                f"[{SEVERITY_STYLE[f['severity']]}]{f['check']}[/]",
+                f"{f['share_of_step_time'] * 100:.0f}%",
+                f"{escape(f['evidence'])}\n[bold]fix:[/] {escape(f['fix'])}",
+                gain,
+            )
         c.print(table)
     else:
         c.print("\n[green]No findings: the supply line keeps up.[/]")
     if report["top_lines"]:
         c.print("\n[bold]Time outside the hooks, by line[/]")
         for line in report["top_lines"][:5]:
-            c.print(f"  {line['share_of_step_time'] * 100:5.1f}%  {escape(os.path.basename(line['file']))}:{line['line']}"
-                    f"  {escape(line['code'])}  [dim]({line['phase']})[/]")
+            c.print(
+                f"  {line['share_of_step_time'] * 100:5.1f}%  {escape(os.path.basename(line['file']))}:{line['line']}"
+                f"  {escape(line['code'])}  [dim]({line['phase']})[/]"
+            )
     util = report.get("utilization") or {}
     gpu = util.get("gpu_util_pct")
     if gpu:
         osc = gpu["oscillation"]
-        c.print(f"\n[bold]GPU[/] utilization {gpu['mean']:.0f}% on average" +
-                (f"; it drops periodically (every {osc['period_s']:.1f} s, busy {osc['duty_cycle'] * 100:.0f}% of the time)"
-                 " — the GPU waits for its supply" if osc["oscillates"] else ""))
+        c.print(
+            f"\n[bold]GPU[/] utilization {gpu['mean']:.0f}% on average"
+            + (
+                f"; it drops periodically (every {osc['period_s']:.1f} s, busy {osc['duty_cycle'] * 100:.0f}% of the time)"
+                " — the GPU waits for its supply"
+                if osc["oscillates"]
+                else ""
+            )
+        )
     elif util.get("gpu_note"):
         c.print(f"[dim]GPU: {escape(util['gpu_note'])}[/]")
     for note in report["notes"]:

@@ -1,4 +1,5 @@
 """Terminal summary of a merged torchrun report: verdict, straggler, ranks side by side, crashes."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -23,10 +24,13 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     shown = [r for r in rows if r["steps"]] if len(rows) <= MAX_RANK_ROWS else []
     sbs = report["side_by_side"]
     # Phases no rank spent time in stay out of the table, so it fits a terminal.
-    columns = [p for p in COLUMNS if sbs and (sbs[p]["worst_ms"] >= 0.05 or p in ("data_wait", "compute", "collective"))]
+    columns = [
+        p for p in COLUMNS if sbs and (sbs[p]["worst_ms"] >= 0.05 or p in ("data_wait", "compute", "collective"))
+    ]
     nodes = len(job["nodes"]) > 1
-    table = Table(show_header=True, header_style="bold", expand=False,
-                  title="ms per step, median over each rank's steps")
+    table = Table(
+        show_header=True, header_style="bold", expand=False, title="ms per step, median over each rank's steps"
+    )
     table.add_column("rank", justify="right")
     if nodes:
         table.add_column("node")
@@ -38,18 +42,32 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     for r in shown:
         style = "bold red" if r["rank"] == straggler else ""
         node = [escape(str(r["hostname"]))] if nodes else []
-        table.add_row(str(r["rank"]), *node, str(r["steps"]), f"{r['step_ms']:.1f}",
-                      *(f"{r['phase_ms'][p]:.1f}" for p in columns), style=style)
+        table.add_row(
+            str(r["rank"]),
+            *node,
+            str(r["steps"]),
+            f"{r['step_ms']:.1f}",
+            *(f"{r['phase_ms'][p]:.1f}" for p in columns),
+            style=style,
+        )
     if sbs:
         pad = [""] if nodes else []
-        table.add_row("median", *pad, "", f"{sbs['step']['median_ms']:.1f}",
-                      *(f"{sbs[p]['median_ms']:.1f}" for p in columns), style="dim")
-        table.add_row("worst", *pad, "", _worst(sbs["step"]),
-                      *(_worst(sbs[p]) for p in columns), style="dim")
+        table.add_row(
+            "median",
+            *pad,
+            "",
+            f"{sbs['step']['median_ms']:.1f}",
+            *(f"{sbs[p]['median_ms']:.1f}" for p in columns),
+            style="dim",
+        )
+        table.add_row("worst", *pad, "", _worst(sbs["step"]), *(_worst(sbs[p]) for p in columns), style="dim")
         c.print(table)
     for crash in report["crashes"]:
-        what = (f"{crash['exception_type']}: {crash['exception_message']}" if crash["exception_type"]
-                else f"exit code {crash['exit_code']}")
+        what = (
+            f"{crash['exception_type']}: {crash['exception_message']}"
+            if crash["exception_type"]
+            else f"exit code {crash['exit_code']}"
+        )
         tag = "[bold red]first failure[/]" if crash["first"] else "[dim]then[/]"
         c.print(f"  {tag} rank {crash['rank']} after {crash['steps_before']} steps — {escape(what)}")
     for note in report["notes"]:

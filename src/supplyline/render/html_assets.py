@@ -5,6 +5,7 @@ The script reads the embedded JSON block and draws every plot as SVG. It writes 
 ``<body data-rendered>`` when done and lists any drawing error in ``#render-errors``, so a headless
 browser test can tell a drawn page from a broken one.
 """
+
 from __future__ import annotations
 
 STYLE = """

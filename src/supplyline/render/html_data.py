@@ -4,6 +4,7 @@ Times are seconds since the run started (the StepClock's zero and the monitor's 
 are taken together), so every time plot shares one axis. Missing pieces (no monitor, no GPU, no
 steps) become empty lists plus a note the page shows in place of the plot.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,15 +32,22 @@ def plot_data(record: RunRecord) -> dict[str, Any]:
     steps = _steps(record)
     monitor = _monitor(record)
     ends = [s + d / 1e3 for s, d in zip(steps["start_s"], steps["duration_ms"])] + monitor["t_s"]
-    return finite({"t_end_s": max(ends) if ends else 0.0, "phase_order": list(PHASE_ORDER),
-                   "steps": steps, "histogram": _histogram(steps), "monitor": monitor})
+    return finite(
+        {
+            "t_end_s": max(ends) if ends else 0.0,
+            "phase_order": list(PHASE_ORDER),
+            "steps": steps,
+            "histogram": _histogram(steps),
+            "monitor": monitor,
+        }
+    )
 
 
 def _steps(record: RunRecord) -> dict[str, Any]:
     b = breakdown(record)
     st = record.steps
     observed = record.observed_steps
-    position = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded:])}
+    position = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded :])}
     kinds: list[str] = []
     phases: dict[str, list[float | None]] = {p: [] for p in PHASE_ORDER}
     for i in range(len(st.get("duration_s", []))):
@@ -47,8 +55,12 @@ def _steps(record: RunRecord) -> dict[str, Any]:
         kinds.append("observed" if pos is not None else "whatif" if st["whatif"][i] else "warmup")
         for p in PHASE_ORDER:
             phases[p].append(b.per_step_phase_s[p][pos] * 1e3 if pos is not None else None)
-    return {"start_s": list(st.get("start_s", [])), "duration_ms": [d * 1e3 for d in st.get("duration_s", [])],
-            "kind": kinds, "phases_ms": phases}
+    return {
+        "start_s": list(st.get("start_s", [])),
+        "duration_ms": [d * 1e3 for d in st.get("duration_s", [])],
+        "kind": kinds,
+        "phases_ms": phases,
+    }
 
 
 def _histogram(steps: dict[str, Any], bins: int = 24) -> dict[str, Any]:
@@ -67,11 +79,22 @@ def _monitor(record: RunRecord) -> dict[str, Any]:
     mon = record.monitor or {}
     samples = mon.get("samples") or []
     t0 = mon.get("t0_unix_s")
-    empty: dict[str, Any] = {"t_s": [], "cpu_busy": [], "cpu_cores": [], "trainer_cpu": [], "workers": [],
-                             "memory": {}, "disks": [], "gpus": [], "note": None}
+    empty: dict[str, Any] = {
+        "t_s": [],
+        "cpu_busy": [],
+        "cpu_cores": [],
+        "trainer_cpu": [],
+        "workers": [],
+        "memory": {},
+        "disks": [],
+        "gpus": [],
+        "note": None,
+    }
     if not samples or t0 is None:
         why = next((n for n in record.notes if "monitor" in n), None)
-        empty["note"] = f"no host monitor samples in this record ({why})" if why else "no host monitor samples in this record"
+        empty["note"] = (
+            f"no host monitor samples in this record ({why})" if why else "no host monitor samples in this record"
+        )
         return empty
     t = [s["time_unix_s"] - t0 for s in samples]
     n_cores = max(len(s["cpu"].get("per_core_busy_pct") or []) for s in samples)
@@ -121,14 +144,20 @@ def _disks(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for s in samples:
         for d in s.get("disks", []):
             names[d["device"]] = names.get(d["device"], 0.0) + d["read_mb_per_s"] + d["write_mb_per_s"] + d["util_pct"]
-    busiest = sorted((n for n in names if names[n] > 0), key=lambda n: -names[n])[:MAX_DISKS]  # idle devices say nothing
+    busiest = sorted((n for n in names if names[n] > 0), key=lambda n: -names[n])[
+        :MAX_DISKS
+    ]  # idle devices say nothing
     out = []
     for dev in busiest:
         rows = [next((d for d in s.get("disks", []) if d["device"] == dev), None) for s in samples]
-        out.append({"device": dev,
-                    "read_mb_per_s": [r["read_mb_per_s"] if r else None for r in rows],
-                    "write_mb_per_s": [r["write_mb_per_s"] if r else None for r in rows],
-                    "util_pct": [r["util_pct"] if r else None for r in rows]})
+        out.append(
+            {
+                "device": dev,
+                "read_mb_per_s": [r["read_mb_per_s"] if r else None for r in rows],
+                "write_mb_per_s": [r["write_mb_per_s"] if r else None for r in rows],
+                "util_pct": [r["util_pct"] if r else None for r in rows],
+            }
+        )
     return out
 
 

@@ -9,13 +9,15 @@ that cached string: plain writes.
 Output rules: only complete lines pass (a partial line waits for its newline, or for ``flush``),
 so a line is never cut by the panel; stdout's lines still go to stdout and stderr's to stderr.
 """
+
 from __future__ import annotations
 
 import io
 import shutil
 import sys
 import threading
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 from rich.console import Console, RenderableType
 
@@ -59,7 +61,8 @@ class TerminalPanel:
         buf = io.StringIO()
         # Lines cropped to the width: a wrapped panel line would throw off the erase count.
         Console(file=buf, force_terminal=True, width=width, color_system="standard", highlight=False).print(
-            self.render(), no_wrap=True, overflow="ellipsis", crop=True)
+            self.render(), no_wrap=True, overflow="ellipsis", crop=True
+        )
         text = buf.getvalue().rstrip("\n")
         with self.lock:
             self._erase()
@@ -113,7 +116,7 @@ class LineProxy(io.TextIOBase):
         self._pending += text
         cut = self._pending.rfind("\n")
         if cut >= 0:
-            done, self._pending = self._pending[:cut + 1], self._pending[cut + 1:]
+            done, self._pending = self._pending[: cut + 1], self._pending[cut + 1 :]
             self._panel.pass_through(self._target, done)
         return len(text)
 

@@ -10,11 +10,13 @@ write each complete line *above* the panel, so the script's lines arrive whole a
 stdout is redirected only when it is the same terminal as stderr; a script whose stdout goes to
 a pipe or file keeps writing there untouched.
 """
+
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Group
 from rich.text import Text
@@ -24,8 +26,13 @@ from supplyline.render.console import PHASE_STYLE
 from supplyline.render.inplace import TerminalPanel
 
 # Hooked phases the clock measures directly; the rest of a step is the model and the user's code.
-LIVE_PHASES = (("data_wait", "data wait"), ("transfer", "transfer"), ("logging", "logging"),
-               ("checkpoint", "checkpoint"), ("collective", "collective"))
+LIVE_PHASES = (
+    ("data_wait", "data wait"),
+    ("transfer", "transfer"),
+    ("logging", "logging"),
+    ("checkpoint", "checkpoint"),
+    ("collective", "collective"),
+)
 REST_STYLE = "green"
 
 
@@ -73,8 +80,11 @@ def panel(title: str, steps: dict[str, list[float]], sample: dict[str, Any] | No
     if not dur or total <= 0:
         lines.append(Text("waiting for the first training step…", style="dim"))
     else:
-        lines.append(Text(f"rate   {len(dur) / total:.1f} steps/s · {total * 1e3 / len(dur):.0f} ms/step "
-                          f"(last {len(dur)} steps)"))
+        lines.append(
+            Text(
+                f"rate   {len(dur) / total:.1f} steps/s · {total * 1e3 / len(dur):.0f} ms/step (last {len(dur)} steps)"
+            )
+        )
         shares = [(sum(steps[f"{p}_s"]) / total, p, label) for p, label in LIVE_PHASES]
         rest = max(0.0, 1.0 - sum(s for s, _, _ in shares))
         parts = [(s, PHASE_STYLE[p]) for s, p, _ in shares] + [(rest, REST_STYLE)]
@@ -105,11 +115,23 @@ def _host_lines(sample: dict[str, Any] | None) -> list[Text]:
     out = [cpu_line]
     disks = sorted(sample.get("disks", []), key=lambda d: -(d["read_mb_per_s"] + d["write_mb_per_s"]))[:2]
     if disks:
-        out.append(Text("disk " + " · ".join(f"{d['device']} r {d['read_mb_per_s']:.0f} w {d['write_mb_per_s']:.0f} MB/s "
-                                             f"{d['util_pct']:.0f}% util" for d in disks)))
+        out.append(
+            Text(
+                "disk "
+                + " · ".join(
+                    f"{d['device']} r {d['read_mb_per_s']:.0f} w {d['write_mb_per_s']:.0f} MB/s "
+                    f"{d['util_pct']:.0f}% util"
+                    for d in disks
+                )
+            )
+        )
     gpus = [g for g in sample.get("gpus", []) if g.get("util_pct") is not None]
-    out.append(Text("GPU " + (" · ".join(f"{g['index']}: {g['util_pct']:.0f}%" for g in gpus) if gpus else "not available"),
-                    style="" if gpus else "dim"))
+    out.append(
+        Text(
+            "GPU " + (" · ".join(f"{g['index']}: {g['util_pct']:.0f}%" for g in gpus) if gpus else "not available"),
+            style="" if gpus else "dim",
+        )
+    )
     return out
 
 
@@ -124,8 +146,9 @@ class LiveView:
         self.live: TerminalPanel | None = None
 
     def render(self) -> Group:
-        return panel(self.title, recent_steps(self.clock, self.window), latest_sample(self.monitor()),
-                     self.clock.elapsed())
+        return panel(
+            self.title, recent_steps(self.clock, self.window), latest_sample(self.monitor()), self.clock.elapsed()
+        )
 
     def start(self) -> bool:
         if not sys.stderr.isatty():

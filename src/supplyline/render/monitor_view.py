@@ -3,6 +3,7 @@
 The live view only draws when stderr is a terminal; it is transient, so when it ends the summary
 takes its place and nothing (the GPU line included) is said twice.
 """
+
 from __future__ import annotations
 
 import sys
@@ -32,9 +33,11 @@ def render_sample(sample: Sample, gpu_status: str, watched: str) -> RenderableTy
     """One frame of the live view: cores, memory, disks, GPUs and the process tree."""
     parts: list[RenderableType] = []
     cpu = sample.cpu
-    head = Text.assemble((f"supplyline monitor · {watched} · {sample.elapsed_s:6.1f} s\n", "bold"),
-                         f"CPU {cpu.busy_pct:5.1f}% busy  user {cpu.user_pct:.1f}%  system {cpu.system_pct:.1f}%"
-                         f"  iowait {cpu.iowait_pct:.1f}%  load {cpu.load_1m:.2f} {cpu.load_5m:.2f} {cpu.load_15m:.2f}")
+    head = Text.assemble(
+        (f"supplyline monitor · {watched} · {sample.elapsed_s:6.1f} s\n", "bold"),
+        f"CPU {cpu.busy_pct:5.1f}% busy  user {cpu.user_pct:.1f}%  system {cpu.system_pct:.1f}%"
+        f"  iowait {cpu.iowait_pct:.1f}%  load {cpu.load_1m:.2f} {cpu.load_5m:.2f} {cpu.load_15m:.2f}",
+    )
     parts.append(head)
     cores = Table.grid(padding=(0, 1))
     columns = 2 if len(cpu.per_core_busy_pct) > 8 else 1
@@ -52,10 +55,14 @@ def render_sample(sample: Sample, gpu_status: str, watched: str) -> RenderableTy
         cores.add_row(*row, *[""] * (3 * columns - len(row)))
     parts.append(cores)
     mem = sample.memory
-    parts.append(Text(f"Memory used {human_bytes(mem.used_bytes)} of {human_bytes(mem.total_bytes)}, "
-                      f"available {human_bytes(mem.available_bytes)}, page cache {human_bytes(mem.page_cache_bytes)}, "
-                      f"swap {human_bytes(mem.swap_used_bytes)} (in {human_bytes(mem.swap_in_bytes_per_s)}/s, "
-                      f"out {human_bytes(mem.swap_out_bytes_per_s)}/s)"))
+    parts.append(
+        Text(
+            f"Memory used {human_bytes(mem.used_bytes)} of {human_bytes(mem.total_bytes)}, "
+            f"available {human_bytes(mem.available_bytes)}, page cache {human_bytes(mem.page_cache_bytes)}, "
+            f"swap {human_bytes(mem.swap_used_bytes)} (in {human_bytes(mem.swap_in_bytes_per_s)}/s, "
+            f"out {human_bytes(mem.swap_out_bytes_per_s)}/s)"
+        )
+    )
     parts.append(_disk_table(sample))
     parts.append(_gpu_part(sample, gpu_status))
     if sample.processes:
@@ -68,9 +75,18 @@ def _disk_table(sample: Sample) -> Table:
     for name in ("disk", "r/s", "w/s", "rMB/s", "wMB/s", "r_await ms", "w_await ms", "aqu-sz", "%util", ""):
         table.add_column(name, justify="left" if name == "disk" else "right")
     for d in sample.disks:
-        table.add_row(d.device, f"{d.reads_per_s:.0f}", f"{d.writes_per_s:.0f}", f"{d.read_mb_per_s:.1f}",
-                      f"{d.write_mb_per_s:.1f}", f"{d.r_await_ms:.2f}", f"{d.w_await_ms:.2f}", f"{d.aqu_sz:.2f}",
-                      f"{d.util_pct:.1f}", bar(d.util_pct, 10))
+        table.add_row(
+            d.device,
+            f"{d.reads_per_s:.0f}",
+            f"{d.writes_per_s:.0f}",
+            f"{d.read_mb_per_s:.1f}",
+            f"{d.write_mb_per_s:.1f}",
+            f"{d.r_await_ms:.2f}",
+            f"{d.w_await_ms:.2f}",
+            f"{d.aqu_sz:.2f}",
+            f"{d.util_pct:.1f}",
+            bar(d.util_pct, 10),
+        )
     return table
 
 
@@ -81,11 +97,17 @@ def _gpu_part(sample: Sample, gpu_status: str) -> RenderableType:
     for name in ("gpu", "util", "", "mem util", "memory", "PCIe rx/tx MB/s", "SM MHz", "power W", "temp °C"):
         table.add_column(name, justify="left" if name == "gpu" else "right")
     for g in sample.gpus:
-        table.add_row(f"{g.index} {g.name}", _opt(g.util_pct, "{:.0f}%"), bar(g.util_pct or 0.0, 10),
-                      _opt(g.memory_util_pct, "{:.0f}%"),
-                      f"{_opt(g.memory_used_bytes, human_bytes)} / {_opt(g.memory_total_bytes, human_bytes)}",
-                      f"{_opt(g.pcie_rx_mb_per_s, '{:.0f}')} / {_opt(g.pcie_tx_mb_per_s, '{:.0f}')}",
-                      _opt(g.sm_clock_mhz, "{}"), _opt(g.power_w, "{:.0f}"), _opt(g.temperature_c, "{}"))
+        table.add_row(
+            f"{g.index} {g.name}",
+            _opt(g.util_pct, "{:.0f}%"),
+            bar(g.util_pct or 0.0, 10),
+            _opt(g.memory_util_pct, "{:.0f}%"),
+            f"{_opt(g.memory_used_bytes, human_bytes)} / {_opt(g.memory_total_bytes, human_bytes)}",
+            f"{_opt(g.pcie_rx_mb_per_s, '{:.0f}')} / {_opt(g.pcie_tx_mb_per_s, '{:.0f}')}",
+            _opt(g.sm_clock_mhz, "{}"),
+            _opt(g.power_w, "{:.0f}"),
+            _opt(g.temperature_c, "{}"),
+        )
     return table
 
 
@@ -95,9 +117,17 @@ def _process_table(sample: Sample) -> Table:
         table.add_column(name, justify="left" if name in ("role", "name", "state") else "right")
     procs = sorted(sample.processes, key=lambda p: (p.role != "root", -p.cpu_pct))
     for p in procs[:_MAX_PROCESSES]:
-        table.add_row(str(p.pid), p.role, p.name, f"{p.cpu_pct:.0f}", bar(min(p.cpu_pct, 100.0), 10),
-                      human_bytes(p.rss_bytes), p.status, _opt(p.read_bytes_per_s, human_bytes),
-                      _opt(p.write_bytes_per_s, human_bytes))
+        table.add_row(
+            str(p.pid),
+            p.role,
+            p.name,
+            f"{p.cpu_pct:.0f}",
+            bar(min(p.cpu_pct, 100.0), 10),
+            human_bytes(p.rss_bytes),
+            p.status,
+            _opt(p.read_bytes_per_s, human_bytes),
+            _opt(p.write_bytes_per_s, human_bytes),
+        )
     if len(procs) > _MAX_PROCESSES:
         table.add_row("", "", f"… {len(procs) - _MAX_PROCESSES} more", *[""] * 6)
     return table
@@ -121,10 +151,15 @@ class LiveView:
         self._shown: Sample | None = None
         self._refresh = refresh_per_second
 
-    def __enter__(self) -> "LiveView":
+    def __enter__(self) -> LiveView:
         if self.enabled:
-            self._live = Live(Text("waiting for the first sample…"), console=self.console, transient=True,
-                              auto_refresh=False, refresh_per_second=self._refresh)
+            self._live = Live(
+                Text("waiting for the first sample…"),
+                console=self.console,
+                transient=True,
+                auto_refresh=False,
+                refresh_per_second=self._refresh,
+            )
             self._live.start()
         return self
 
@@ -147,8 +182,11 @@ _STATIC = ("memory.total_bytes", "memory_total_bytes")
 def render_summary(summary: Summary, gpu_status: str, title: str, console: Console | None = None) -> None:
     """Print the summary table (mean, p95, max per metric) and the GPU status line, once."""
     console = console or Console(width=None if sys.stdout.isatty() else 110)
-    table = Table(title=f"{title}: {summary.sample_count} samples over {summary.duration_s:.1f} s",
-                  title_justify="left", header_style="bold")
+    table = Table(
+        title=f"{title}: {summary.sample_count} samples over {summary.duration_s:.1f} s",
+        title_justify="left",
+        header_style="bold",
+    )
     table.add_column("metric")
     for name in ("mean", "p95", "max"):
         table.add_column(name, justify="right")

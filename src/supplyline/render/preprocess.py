@@ -1,4 +1,5 @@
 """Terminal rendering of a ``PreprocessReport`` (rich); knows nothing about how it was measured."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,10 @@ def _dist(d: Distribution) -> str:
 
 
 def render(report: PreprocessReport, console: Console) -> None:
-    console.print(f"[bold]supplyline preprocess[/bold] {e(report.target)}: {e(report.dataset_type)}, "
-                  f"{len(report.indices)} of {report.dataset_len} samples")
+    console.print(
+        f"[bold]supplyline preprocess[/bold] {e(report.target)}: {e(report.dataset_type)}, "
+        f"{len(report.indices)} of {report.dataset_len} samples"
+    )
     _summary(report, console)
     _chain(report, console)
     _profile(report, console)
@@ -56,22 +59,34 @@ def _summary(r: PreprocessReport, console: Console) -> None:
         cpu = f"  CPU {r.cpu_share:.0%}" if r.cpu_share is not None else ""
         table.add_row("__getitem__", _dist(r.getitem) + cpu)
         if r.cpu_wait_share >= 0.1 and r.getitem_own:
-            table.add_row("busy machine", f"{r.cpu_wait_share:.0%} of that wall time was spent waiting for a CPU; "
-                          "stage times below leave that wait out")
+            table.add_row(
+                "busy machine",
+                f"{r.cpu_wait_share:.0%} of that wall time was spent waiting for a CPU; "
+                "stage times below leave that wait out",
+            )
             table.add_row("  own time", _dist(r.getitem_own))
     if r.errors:
         first = r.errors[0]
-        table.add_row("errors", f"{len(r.errors)} raised: index {first.index} {e(first.error)} ({e(_where(first.location))})"
-                      + (f" and {len(r.errors) - 1} more" if len(r.errors) > 1 else ""))
+        table.add_row(
+            "errors",
+            f"{len(r.errors)} raised: index {first.index} {e(first.error)} ({e(_where(first.location))})"
+            + (f" and {len(r.errors) - 1} more" if len(r.errors) > 1 else ""),
+        )
     if r.collate:
         table.add_row("collate", f"median {_ms(r.collate.median_ms)} per batch over {r.collate.count}")
     if r.transfer:
         t = r.transfer
-        table.add_row("transfer", f"{_ms(t.transfer_ms_per_batch)} per batch of {t.batch_size} worker->trainer "
-                      f"({human_bytes(t.tensor_bytes)} tensors, {human_bytes(t.pickled_bytes)} pickled, "
-                      f"{t.throughput_mb_s:.0f} MB/s)")
+        table.add_row(
+            "transfer",
+            f"{_ms(t.transfer_ms_per_batch)} per batch of {t.batch_size} worker->trainer "
+            f"({human_bytes(t.tensor_bytes)} tensors, {human_bytes(t.pickled_bytes)} pickled, "
+            f"{t.throughput_mb_s:.0f} MB/s)",
+        )
     if r.sample_deterministic is not None:
-        table.add_row("deterministic", "yes: dataset\\[i] repeats exactly" if r.sample_deterministic else "no (random augmentation)")
+        table.add_row(
+            "deterministic",
+            "yes: dataset\\[i] repeats exactly" if r.sample_deterministic else "no (random augmentation)",
+        )
     console.print(table)
 
 
@@ -79,20 +94,30 @@ def _chain(r: PreprocessReport, console: Console) -> None:
     if not r.chain:
         return
     c = r.chain
-    table = Table(title=f"transform chain: {e(c.attribute)} ({c.kind}, {len(c.stages)} stages), ranked",
-                  title_justify="left")
+    table = Table(
+        title=f"transform chain: {e(c.attribute)} ({c.kind}, {len(c.stages)} stages), ranked", title_justify="left"
+    )
     for col in ("rank", "stage", "median", "share", "kinds", "deterministic", "where"):
         table.add_column(col, justify="right" if col in ("rank", "median", "share") else "left")
     ranked = sorted(c.stages, key=lambda s: s.share_of_sample, reverse=True)
     for rank, s in enumerate(ranked, 1):
         kinds = f"{'/'.join(s.input_kinds)} -> {'/'.join(s.output_kinds)}"
         det = {True: "yes", False: "no", None: "?"}[s.deterministic]
-        table.add_row(str(rank), e(s.name), _ms(s.time.median_ms), f"{s.share_of_sample:.0%}", e(kinds), det,
-                      e(_where(s.location)))
+        table.add_row(
+            str(rank),
+            e(s.name),
+            _ms(s.time.median_ms),
+            f"{s.share_of_sample:.0%}",
+            e(kinds),
+            det,
+            e(_where(s.location)),
+        )
     console.print()
     console.print(table)
-    console.print(f"type churn: {e(' -> '.join(c.kind_path))}: {c.conversions_per_sample:.1f} conversions, "
-                  f"{c.round_trips_per_sample:.1f} round trips per sample")
+    console.print(
+        f"type churn: {e(' -> '.join(c.kind_path))}: {c.conversions_per_sample:.1f} conversions, "
+        f"{c.round_trips_per_sample:.1f} round trips per sample"
+    )
 
 
 def _profile(r: PreprocessReport, console: Console) -> None:
@@ -104,8 +129,13 @@ def _profile(r: PreprocessReport, console: Console) -> None:
     for col in ("self", "cumulative", "calls", "share", "function"):
         table.add_column(col, justify="left" if col == "function" else "right")
     for h in p.top[:10]:
-        table.add_row(_ms(h.self_ms_per_sample), _ms(h.cumulative_ms_per_sample), str(h.calls),
-                      f"{h.self_share:.0%}", e(f"{h.location.function} ({h.location.file}:{h.location.line})"))
+        table.add_row(
+            _ms(h.self_ms_per_sample),
+            _ms(h.cumulative_ms_per_sample),
+            str(h.calls),
+            f"{h.self_share:.0%}",
+            e(f"{h.location.function} ({h.location.file}:{h.location.line})"),
+        )
     console.print()
     console.print(table)
     if p.conversions_per_sample:
@@ -118,12 +148,18 @@ def _profile(r: PreprocessReport, console: Console) -> None:
 def _lines(r: PreprocessReport, console: Console) -> None:
     if not r.lines or not r.lines.lines:
         return
-    table = Table(title=f"hot lines, {r.lines.samples} samples every {r.lines.interval_ms:.0f} ms", title_justify="left")
+    table = Table(
+        title=f"hot lines, {r.lines.samples} samples every {r.lines.interval_ms:.0f} ms", title_justify="left"
+    )
     for col in ("share", "where", "loop", "source"):
         table.add_column(col, justify="right" if col == "share" else "left")
     for h in r.lines.lines[:8]:
-        table.add_row(f"{h.share:.0%}", e(f"{h.location.function} ({_where(h.location)})"),
-                      f"in loop @{h.loop_line}" if h.in_python_loop else "", e(h.source[:60]))
+        table.add_row(
+            f"{h.share:.0%}",
+            e(f"{h.location.function} ({_where(h.location)})"),
+            f"in loop @{h.loop_line}" if h.in_python_loop else "",
+            e(h.source[:60]),
+        )
     console.print()
     console.print(table)
 
@@ -132,12 +168,16 @@ def _workers(r: PreprocessReport, console: Console) -> None:
     if not r.workers:
         return
     w = r.workers
-    ratio = f"; worker __getitem__ is ×{w.main_vs_worker_ratio:.2f} the main-process time" if w.main_vs_worker_ratio else ""
+    ratio = (
+        f"; worker __getitem__ is ×{w.main_vs_worker_ratio:.2f} the main-process time" if w.main_vs_worker_ratio else ""
+    )
     merged = f", merged profile {e(w.merged_prof_path)}" if w.merged_prof_path else ""
     console.print(f"\n[bold]workers[/bold] {w.workers} ({w.start_method}), {w.batches} batches{ratio}{merged}")
     for p in w.per_worker:
-        console.print(f"  worker {p.worker_id} (pid {p.pid}): {p.getitem_calls} samples, mean {_ms(p.getitem_mean_ms)}, "
-                      f"top: {e(p.top_function)}")
+        console.print(
+            f"  worker {p.worker_id} (pid {p.pid}): {p.getitem_calls} samples, mean {_ms(p.getitem_mean_ms)}, "
+            f"top: {e(p.top_function)}"
+        )
 
 
 def _suggestions(r: PreprocessReport, console: Console) -> None:
@@ -146,4 +186,6 @@ def _suggestions(r: PreprocessReport, console: Console) -> None:
         return
     console.print("\n[bold]suggestions[/bold]")
     for n, s in enumerate(r.suggestions, 1):
-        console.print(f" {n}. [bold]{s.kind}[/bold] at {e(s.where)}\n    measured: {e(s.measured)}\n    do: {e(s.action)}")
+        console.print(
+            f" {n}. [bold]{s.kind}[/bold] at {e(s.where)}\n    measured: {e(s.measured)}\n    do: {e(s.action)}"
+        )

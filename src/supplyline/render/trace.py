@@ -6,6 +6,7 @@ per step, not its exact position, and the trace says so in its metadata. Times a
 microseconds since the run started: integer arithmetic keeps a slice's end exactly within its
 parent's (float sums can pass it by an ulp, and viewers then un-nest the slice).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,11 @@ def build_trace(record: RunRecord) -> dict[str, Any]:
     ]
     events.extend(_steps(record, pid))
     events.extend(_counters(record, pid))
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "metadata": {"source": "supplyline", "note": "phase slices are per-step totals laid end to end"}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "metadata": {"source": "supplyline", "note": "phase slices are per-step totals laid end to end"},
+    }
 
 
 def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
@@ -49,14 +53,24 @@ def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
     st = record.steps
     observed = record.observed_steps
     kept = set(observed)
-    idx_pos = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded:])}
+    idx_pos = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded :])}
     out: list[dict[str, Any]] = []
     for i, (start, dur) in enumerate(zip(st["start_s"], st["duration_s"])):
         ts, end = _us(start), _us(start + dur)
         pos = idx_pos.get(i)
         label = "step" if pos is not None else "warm-up step" if i in kept else "what-if step (compute-only replay)"
-        out.append({"ph": "X", "name": label, "cat": "step", "pid": pid, "tid": TRAIN_TID, "ts": ts,
-                    "dur": end - ts, "args": {"index": i, "batches": st["batches"][i]}})
+        out.append(
+            {
+                "ph": "X",
+                "name": label,
+                "cat": "step",
+                "pid": pid,
+                "tid": TRAIN_TID,
+                "ts": ts,
+                "dur": end - ts,
+                "args": {"index": i, "batches": st["batches"][i]},
+            }
+        )
         if pos is None:
             continue
         cursor = ts
@@ -64,16 +78,31 @@ def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
             d = min(_us(values[pos]), end - cursor)
             if d <= 0:
                 continue
-            out.append({"ph": "X", "name": phase, "cat": "phase", "pid": pid, "tid": TRAIN_TID, "ts": cursor,
-                        "dur": d, "args": {"ms": round(values[pos] * 1e3, 3)}})
+            out.append(
+                {
+                    "ph": "X",
+                    "name": phase,
+                    "cat": "phase",
+                    "pid": pid,
+                    "tid": TRAIN_TID,
+                    "ts": cursor,
+                    "dur": d,
+                    "args": {"ms": round(values[pos] * 1e3, 3)},
+                }
+            )
             cursor += d
     return out
 
 
 def _counter(name: str, pid: int, ts: float, args: dict[str, Any]) -> dict[str, Any]:
     """A counter event; a value the monitor could not read (None) is left out, not drawn as 0."""
-    return {"ph": "C", "name": name, "pid": pid, "ts": ts,
-            "args": {k: float(v) for k, v in args.items() if v is not None}}
+    return {
+        "ph": "C",
+        "name": name,
+        "pid": pid,
+        "ts": ts,
+        "args": {k: float(v) for k, v in args.items() if v is not None},
+    }
 
 
 def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
@@ -92,11 +121,20 @@ def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
         cores = {f"core{k}": v for k, v in enumerate(cpu.get("per_core_busy_pct") or [])}
         if cores:
             out.append(_counter("CPU per core (%)", pid, ts, cores))
-        out.append(_counter("memory (GiB)", pid, ts, {"used": s["memory"]["used_bytes"] / GIB,
-                                                      "page cache": s["memory"]["page_cache_bytes"] / GIB}))
+        out.append(
+            _counter(
+                "memory (GiB)",
+                pid,
+                ts,
+                {"used": s["memory"]["used_bytes"] / GIB, "page cache": s["memory"]["page_cache_bytes"] / GIB},
+            )
+        )
         for d in s.get("disks", []):
-            out.append(_counter(f"disk {d['device']} (MB/s)", pid, ts,
-                                {"read": d["read_mb_per_s"], "write": d["write_mb_per_s"]}))
+            out.append(
+                _counter(
+                    f"disk {d['device']} (MB/s)", pid, ts, {"read": d["read_mb_per_s"], "write": d["write_mb_per_s"]}
+                )
+            )
             out.append(_counter(f"disk {d['device']} util (%)", pid, ts, {"util": d["util_pct"]}))
         for g in s.get("gpus", []):
             if g.get("util_pct") is not None:
@@ -105,9 +143,17 @@ def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
             wpid = int(p["pid"])
             if p["role"] != "root" and wpid not in named:
                 named.add(wpid)
-                out.append({"ph": "M", "name": "process_name", "pid": wpid, "tid": 0,
-                            "args": {"name": f"DataLoader worker {wpid}"}})
-                out.append({"ph": "M", "name": "process_sort_index", "pid": wpid, "tid": 0,
-                            "args": {"sort_index": len(named)}})
+                out.append(
+                    {
+                        "ph": "M",
+                        "name": "process_name",
+                        "pid": wpid,
+                        "tid": 0,
+                        "args": {"name": f"DataLoader worker {wpid}"},
+                    }
+                )
+                out.append(
+                    {"ph": "M", "name": "process_sort_index", "pid": wpid, "tid": 0, "args": {"sort_index": len(named)}}
+                )
             out.append(_counter("CPU (% of a core)", wpid, ts, {"cpu": p["cpu_pct"]}))
     return out

@@ -2,8 +2,8 @@
 --slow-rank R --slow-ms MS: rank R's dataset sleeps MS per sample (a straggler on input);
 --crash-rank R --crash-step S: rank R raises at step S; --destroy: destroy the process group at the end.
 """
+
 import argparse
-import os
 import time
 
 import torch

@@ -1,4 +1,5 @@
 """Planted: a synchronous checkpoint every 2 steps of a ~32 MB state (a small net plus a large table)."""
+
 import os
 import sys
 

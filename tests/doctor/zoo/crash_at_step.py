@@ -1,4 +1,5 @@
 """Crashes at step 12 with the script's own exception."""
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset

@@ -1,4 +1,5 @@
 """Two optimizers step per batch (a GAN), plus a validation loop over a second DataLoader each epoch."""
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset

@@ -1,4 +1,5 @@
 """Gradient accumulation: 4 batches per optimizer update."""
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset

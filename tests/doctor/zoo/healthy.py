@@ -1,4 +1,5 @@
 """Healthy: compute-bound, data already in memory. No false alarm allowed."""
+
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset

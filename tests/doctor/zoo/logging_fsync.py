@@ -1,4 +1,5 @@
 """Planted: synchronous logging with an fsync every step."""
+
 import os
 import sys
 

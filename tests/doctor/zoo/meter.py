@@ -1,4 +1,5 @@
 """Prints its own data-time / step-time meter, as many training scripts do."""
+
 import time
 
 import torch

@@ -1,4 +1,5 @@
 """No DataLoader and no optimizer: tensors made in the loop, a hand-written SGD update."""
+
 import torch
 
 if __name__ == "__main__":

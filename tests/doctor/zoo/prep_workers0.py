@@ -1,4 +1,5 @@
 """Planted: per-sample Python preprocessing with num_workers=0 (the trainer loads every batch itself)."""
+
 import time
 
 import torch

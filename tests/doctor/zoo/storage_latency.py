@@ -1,5 +1,6 @@
 """Planted: storage latency with idle workers. Each read waits 15 ms the way a slow network file
 system does (emulated with a sleep: the worker is idle, not computing)."""
+
 import time
 
 import torch

@@ -2,6 +2,7 @@
 
 Usage: chatty.py [SLEEP_S_PER_SAMPLE]. Each line ends with END so a test can tell a whole line from a cut one.
 """
+
 import sys
 import time
 

@@ -1,4 +1,5 @@
 """A small Hugging Face Trainer run with a slow dataset, diagnosed by supplyline's callback. Usage: OUT STEPS."""
+
 import sys
 import time
 
@@ -32,11 +33,27 @@ class Model(nn.Module):
 if __name__ == "__main__":
     out, steps = sys.argv[1], int(sys.argv[2])
     cb = SupplylineCallback(out=out, steps=steps, quiet=True)
-    args = TrainingArguments(output_dir=out + "-hf", per_device_train_batch_size=8, gradient_accumulation_steps=2,
-                             max_steps=100, use_cpu=True, report_to=[], save_strategy="no", logging_strategy="no",
-                             eval_strategy="steps", eval_steps=5, per_device_eval_batch_size=8,
-                             dataloader_num_workers=0, disable_tqdm=True)
-    trainer = Trainer(model=Model(), args=args, train_dataset=Sleepy(), eval_dataset=torch.utils.data.Subset(Sleepy(), range(16)),
-                      callbacks=[cb])
+    args = TrainingArguments(
+        output_dir=out + "-hf",
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=2,
+        max_steps=100,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        eval_strategy="steps",
+        eval_steps=5,
+        per_device_eval_batch_size=8,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=Model(),
+        args=args,
+        train_dataset=Sleepy(),
+        eval_dataset=torch.utils.data.Subset(Sleepy(), range(16)),
+        callbacks=[cb],
+    )
     trainer.train()
     print(f"GLOBAL_STEP {trainer.state.global_step}")

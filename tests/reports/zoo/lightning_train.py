@@ -1,4 +1,5 @@
 """A small Lightning run with a slow dataset, diagnosed by supplyline's callback. Usage: OUT STEPS."""
+
 import sys
 import time
 
@@ -39,8 +40,17 @@ class Model(L.LightningModule):
 if __name__ == "__main__":
     out, steps = sys.argv[1], int(sys.argv[2])
     cb = SupplylineCallback(out=out, steps=steps, quiet=True)
-    trainer = L.Trainer(max_epochs=5, callbacks=[cb], accelerator="cpu", logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=1,
-                        limit_val_batches=2, val_check_interval=10)
+    trainer = L.Trainer(
+        max_epochs=5,
+        callbacks=[cb],
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=1,
+        limit_val_batches=2,
+        val_check_interval=10,
+    )
     trainer.fit(Model(), DataLoader(Sleepy(), batch_size=8), DataLoader(Sleepy(), batch_size=8))
     print(f"GLOBAL_STEP {trainer.global_step}")

@@ -4,6 +4,7 @@ Residency: map the file read-only and ask the kernel which of its pages are in m
 call ``fincore`` and ``vmtouch`` make. Eviction drops a file's clean pages; dirty pages cannot be
 dropped, so they are written back first (``fdatasync`` also works on a read-only descriptor).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -57,8 +58,7 @@ class Residency:
     sampled_files: int
 
 
-def dataset_residency(paths_and_sizes: list[tuple[str, int]], max_files: int = 5000,
-                      seed: int = 0) -> Residency:
+def dataset_residency(paths_and_sizes: list[tuple[str, int]], max_files: int = 5000, seed: int = 0) -> Residency:
     """Ask ``mincore`` for every file, or for a random sample of ``max_files`` of them."""
     files = paths_and_sizes
     if len(files) > max_files:

@@ -1,4 +1,5 @@
 """``supplyline disk``: inventory, location and timed reads of one dataset, as one report."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,7 @@ from supplyline.errors import UserError
 from supplyline.experiments.disk.cache import Residency, dataset_residency
 from supplyline.experiments.disk.inventory import Inventory, take_inventory
 from supplyline.experiments.disk.location import Location, locate
-from supplyline.experiments.disk.measure import (Cell, ProgressFn, measure_test, sequential_items,
-                                                 whole_file_items)
+from supplyline.experiments.disk.measure import Cell, ProgressFn, measure_test, sequential_items, whole_file_items
 from supplyline.experiments.files import walk
 from supplyline.units import human_bytes
 
@@ -49,10 +49,17 @@ class DiskReport:
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
-        return {"path": self.path, "inventory": self.inventory.to_dict(), "location": self.location.to_dict(),
-                "page_cache": asdict(self.residency), "options": asdict(self.options),
-                "measurements": [c.to_dict() for c in self.cells], "sequential_source": self.sequential_source,
-                "notes": self.notes, "interrupted": self.interrupted}
+        return {
+            "path": self.path,
+            "inventory": self.inventory.to_dict(),
+            "location": self.location.to_dict(),
+            "page_cache": asdict(self.residency),
+            "options": asdict(self.options),
+            "measurements": [c.to_dict() for c in self.cells],
+            "sequential_source": self.sequential_source,
+            "notes": self.notes,
+            "interrupted": self.interrupted,
+        }
 
 
 def survey(path: str, options: Options) -> DiskReport:
@@ -62,8 +69,14 @@ def survey(path: str, options: Options) -> DiskReport:
         extra = f" ({len(result.unreadable)} unreadable entries)" if result.unreadable else ""
         raise UserError(f"{path} holds no readable files{extra}")
     files = [(f.path, f.size) for f in result.files]
-    return DiskReport(path=path, inventory=take_inventory(result), location=locate(result.root),
-                      residency=dataset_residency(files, seed=options.seed), options=options, files=files)
+    return DiskReport(
+        path=path,
+        inventory=take_inventory(result),
+        location=locate(result.root),
+        residency=dataset_residency(files, seed=options.seed),
+        options=options,
+        files=files,
+    )
 
 
 def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
@@ -76,7 +89,7 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
     small_pool = [f for f in files if f[0] not in in_large and f[1] > 0]
     rng = random.Random(options.seed)
     rng.shuffle(small_pool)  # random order, as a shuffling DataLoader reads them
-    small_set = _take_bytes(small_pool[:options.small_files], options.small_bytes)
+    small_set = _take_bytes(small_pool[: options.small_files], options.small_bytes)
     meta_set = rng.sample(files, min(len(files), options.small_files))
     probe: str | None = None
     cold_exists = report.location.kind != "memory"
@@ -89,23 +102,53 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
                 if probe:
                     large_set = [(probe, os.path.getsize(probe))]
             total = sum(size for _, size in large_set)
-            report.sequential_source = (f"a probe file of {human_bytes(total)}" if probe else
-                                        f"the {len(large_set)} largest file{'s' if len(large_set) > 1 else ''} "
-                                        f"({human_bytes(total)})" if large_set else "none")
+            report.sequential_source = (
+                f"a probe file of {human_bytes(total)}"
+                if probe
+                else f"the {len(large_set)} largest file{'s' if len(large_set) > 1 else ''} ({human_bytes(total)})"
+                if large_set
+                else "none"
+            )
             if large_set:
-                measure_test("sequential", lambda n: sequential_items(large_set, n), options.thread_counts,
-                             options.seconds, options.block_size, report.cells, progress, cold_exists)
+                measure_test(
+                    "sequential",
+                    lambda n: sequential_items(large_set, n),
+                    options.thread_counts,
+                    options.seconds,
+                    options.block_size,
+                    report.cells,
+                    progress,
+                    cold_exists,
+                )
         if "small_files" in options.tests:
             if small_set:
-                measure_test("small_files", lambda n: whole_file_items(small_set), options.thread_counts,
-                             options.seconds, options.block_size, report.cells, progress, cold_exists)
+                measure_test(
+                    "small_files",
+                    lambda n: whole_file_items(small_set),
+                    options.thread_counts,
+                    options.seconds,
+                    options.block_size,
+                    report.cells,
+                    progress,
+                    cold_exists,
+                )
             else:
                 report.notes.append("small files: not measured (no files below the large-file size)")
         if "metadata" in options.tests:
-            measure_test("metadata", lambda n: whole_file_items(meta_set), options.thread_counts,
-                         options.seconds, options.block_size, report.cells, progress, cold_exists)
-            report.notes.append("metadata: warm only — cold dentry/inode caches need root-only, "
-                                "machine-wide drop_caches, which supplyline does not do")
+            measure_test(
+                "metadata",
+                lambda n: whole_file_items(meta_set),
+                options.thread_counts,
+                options.seconds,
+                options.block_size,
+                report.cells,
+                progress,
+                cold_exists,
+            )
+            report.notes.append(
+                "metadata: warm only — cold dentry/inode caches need root-only, "
+                "machine-wide drop_caches, which supplyline does not do"
+            )
     except KeyboardInterrupt:
         report.interrupted = True
     finally:
@@ -134,8 +177,10 @@ def _make_probe(report: DiskReport, options: Options) -> str | None:
     try:
         fd, path = tempfile.mkstemp(prefix=".supplyline-probe-", dir=directory)
     except OSError as exc:
-        report.notes.append(f"sequential: not measured — no large files, and no probe file could be written "
-                            f"in {directory} ({exc.strerror}); pass --probe-dir DIR on the same file system")
+        report.notes.append(
+            f"sequential: not measured — no large files, and no probe file could be written "
+            f"in {directory} ({exc.strerror}); pass --probe-dir DIR on the same file system"
+        )
         return None
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -145,11 +190,15 @@ def _make_probe(report: DiskReport, options: Options) -> str | None:
             os.fsync(fh.fileno())
     except OSError as exc:
         _unlink(path)
-        report.notes.append(f"sequential: not measured — writing a probe file in {directory} failed "
-                            f"({exc.strerror}); pass --probe-dir DIR on the same file system")
+        report.notes.append(
+            f"sequential: not measured — writing a probe file in {directory} failed "
+            f"({exc.strerror}); pass --probe-dir DIR on the same file system"
+        )
         return None
-    report.notes.append(f"sequential: no files >= 8 MiB in the dataset, so a {size >> 20} MiB probe file "
-                        f"was written next to it, read, and removed")
+    report.notes.append(
+        f"sequential: no files >= 8 MiB in the dataset, so a {size >> 20} MiB probe file "
+        f"was written next to it, read, and removed"
+    )
     return path
 
 

@@ -1,4 +1,5 @@
 """Inventory of a dataset: how many files, how big, how they spread over directories and types."""
+
 from __future__ import annotations
 
 import os
@@ -78,11 +79,16 @@ def take_inventory(result: Walk, top_extensions: int = 10) -> Inventory:
         largest_file_bytes=max(sizes, default=0),
         directories=result.directories,
         size_histogram=bins,
-        files_per_directory={"directories_with_files": len(counts), "min": counts[0] if counts else 0,
-                             "median": float(statistics.median(counts)) if counts else 0.0,
-                             "max": counts[-1] if counts else 0},
-        extensions=[{"extension": e, "files": n, "bytes": ext_bytes[e]}
-                    for e, n in sorted(ext_files.items(), key=lambda kv: (-kv[1], kv[0]))[:top_extensions]],
+        files_per_directory={
+            "directories_with_files": len(counts),
+            "min": counts[0] if counts else 0,
+            "median": float(statistics.median(counts)) if counts else 0.0,
+            "max": counts[-1] if counts else 0,
+        },
+        extensions=[
+            {"extension": e, "files": n, "bytes": ext_bytes[e]}
+            for e, n in sorted(ext_files.items(), key=lambda kv: (-kv[1], kv[0]))[:top_extensions]
+        ],
         unreadable=[{"path": rel, "reason": reason} for rel, reason in result.unreadable],
     )
 

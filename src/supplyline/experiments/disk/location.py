@@ -3,6 +3,7 @@
 Read from ``/proc/self/mountinfo`` (which names each mount's device number) and ``/sys/dev/block``
 (rotational flag, readahead, NVMe/virtio/device-mapper). Nothing here needs root.
 """
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,25 @@ from typing import Any
 
 import psutil
 
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs",
-              "9p", "afs", "ocfs2", "panfs", "wekafs", "orangefs", "pvfs2"}
+NETWORK_FS = {
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "ceph",
+    "glusterfs",
+    "9p",
+    "afs",
+    "ocfs2",
+    "panfs",
+    "wekafs",
+    "orangefs",
+    "pvfs2",
+}
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs"}
 
 
@@ -54,9 +72,18 @@ def locate(path: str) -> Location:
         shm_free: int | None = shutil.disk_usage("/dev/shm").free
     except OSError:
         shm_free = None
-    return Location(mount_point=mount.mount_point, fs_type=mount.fs_type, source=mount.source, device=device,
-                    kind=kind, description=description, rotational=rotational, read_ahead_kb=read_ahead_kb,
-                    ram_available_bytes=psutil.virtual_memory().available, shm_free_bytes=shm_free)
+    return Location(
+        mount_point=mount.mount_point,
+        fs_type=mount.fs_type,
+        source=mount.source,
+        device=device,
+        kind=kind,
+        description=description,
+        rotational=rotational,
+        read_ahead_kb=read_ahead_kb,
+        ram_available_bytes=psutil.virtual_memory().available,
+        shm_free_bytes=shm_free,
+    )
 
 
 def _mount_of(real_path: str) -> _Mount:

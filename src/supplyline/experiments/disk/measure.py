@@ -4,6 +4,7 @@ Threads stand in for DataLoader workers: reads release the GIL, so N threads iss
 which is what N workers do to the storage. One measurement ("cell") is one test × cache state ×
 thread count; each stops when its item list is done or its time is up, whichever comes first.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -11,8 +12,9 @@ import mmap
 import os
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from supplyline.experiments.disk.cache import evict_all
 
@@ -55,8 +57,14 @@ class _Buffers(threading.local):
         self.view = memoryview(self.buf)
 
 
-def _read_range(path: str, offset: int, length: int, buffers: _Buffers, direct: bool,
-                should_stop: Callable[[], bool] = lambda: False) -> tuple[int, int]:
+def _read_range(
+    path: str,
+    offset: int,
+    length: int,
+    buffers: _Buffers,
+    direct: bool,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> tuple[int, int]:
     """Read ``length`` bytes from ``offset`` in block-size reads; (bytes, reads). Stops early
     when ``should_stop()`` says so (checked between reads, so a long file obeys the time limit)."""
     flags = os.O_RDONLY | (getattr(os, "O_DIRECT", 0) if direct else 0)
@@ -80,9 +88,17 @@ def _stat_open(path: str) -> int:
     return 0
 
 
-def run_cell(test: str, cache: str, items: Sequence[tuple[str, int, int]], threads: int, seconds: float,
-             block_size: int, direct: bool = False, cold_method: str | None = None,
-             stop: threading.Event | None = None) -> Cell:
+def run_cell(
+    test: str,
+    cache: str,
+    items: Sequence[tuple[str, int, int]],
+    threads: int,
+    seconds: float,
+    block_size: int,
+    direct: bool = False,
+    cold_method: str | None = None,
+    stop: threading.Event | None = None,
+) -> Cell:
     """Read ``items`` = (path, offset, length) with ``threads`` threads for at most ``seconds``.
 
     Ctrl-C while waiting stops the threads after their current item and re-raises, with the
@@ -138,8 +154,17 @@ def run_cell(test: str, cache: str, items: Sequence[tuple[str, int, int]], threa
             interrupted = exc
             stop.set()
     elapsed = time.perf_counter() - start
-    cell = Cell(test, cache, threads, elapsed, sum(t[0] for t in totals), sum(t[1] for t in totals),
-                cold_method if cache == "cold" else None, interrupted is None, max((t[2] for t in totals), default=0))
+    cell = Cell(
+        test,
+        cache,
+        threads,
+        elapsed,
+        sum(t[0] for t in totals),
+        sum(t[1] for t in totals),
+        cold_method if cache == "cold" else None,
+        interrupted is None,
+        max((t[2] for t in totals), default=0),
+    )
     if interrupted is not None:
         interrupted.cell = cell  # type: ignore[attr-defined]
         raise interrupted
@@ -193,9 +218,16 @@ def warm_up(items: Sequence[tuple[str, int, int]], block_size: int) -> None:
 ProgressFn = Callable[[str], None]
 
 
-def measure_test(test: str, items_for: Callable[[int], list[tuple[str, int, int]]], thread_counts: list[int],
-                 seconds: float, block_size: int, cells: list[Cell], progress: ProgressFn,
-                 cold_exists: bool = True) -> None:
+def measure_test(
+    test: str,
+    items_for: Callable[[int], list[tuple[str, int, int]]],
+    thread_counts: list[int],
+    seconds: float,
+    block_size: int,
+    cells: list[Cell],
+    progress: ProgressFn,
+    cold_exists: bool = True,
+) -> None:
     """Cold then warm cells for each thread count, appended to ``cells`` as they finish (so an
     interrupt keeps every finished one). The warm cell reads what the cold one reached, after
     reading it once untimed, so it measures the page cache and nothing else."""
@@ -211,7 +243,7 @@ def measure_test(test: str, items_for: Callable[[int], list[tuple[str, int, int]
             else:
                 direct, method = False, None
                 if cold is not None and cold.items:
-                    items = items[:cold.items]
+                    items = items[: cold.items]
                 if test != "metadata":
                     warm_up(items, block_size)
             try:

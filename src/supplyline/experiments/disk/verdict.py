@@ -3,6 +3,7 @@
 In the seed's terms (§4): many small files → pack them into shards; a dataset that fits in RAM →
 copy it to /dev/shm; slow or network storage → more DataLoader workers, up to where it stops helping.
 """
+
 from __future__ import annotations
 
 from supplyline.experiments.disk.diagnose import DiskReport
@@ -16,8 +17,9 @@ RAM_SHARE = 0.5  # ... and take at most half the available RAM, which training n
 
 
 def cells_of(report: DiskReport, test: str, cache: str) -> list[Cell]:
-    return sorted((c for c in report.cells if c.test == test and c.cache == cache and c.seconds > 0),
-                  key=lambda c: c.threads)
+    return sorted(
+        (c for c in report.cells if c.test == test and c.cache == cache and c.seconds > 0), key=lambda c: c.threads
+    )
 
 
 def best(report: DiskReport, test: str, cache: str) -> Cell | None:
@@ -49,36 +51,55 @@ def verdict(report: DiskReport) -> list[str]:
     if loc.kind in ("network", "fuse") and small_cells:
         n = enough_workers(small_cells)
         ladder = " → ".join(f"{rate(c.ops_per_s)} ({c.threads})" for c in small_cells)
-        lines.append(f"{loc.description}: latency dominates — cold small-file reads per second by thread count: "
-                     f"{ladder}; more DataLoader workers help up to {n}")
+        lines.append(
+            f"{loc.description}: latency dominates — cold small-file reads per second by thread count: "
+            f"{ladder}; more DataLoader workers help up to {n}"
+        )
     if loc.kind == "memory":
-        lines.append(f"the dataset is on a memory file system ({loc.fs_type}): storage is not the bottleneck; "
-                     f"look at decoding and augmentation instead")
-    if (small_cold and seq_cold and inv.median_file_bytes < SMALL_AVERAGE and loc.kind != "memory"
-            and seq_cold.mb_per_s >= PACK_MIN_GAIN * small_cold.mb_per_s):
+        lines.append(
+            f"the dataset is on a memory file system ({loc.fs_type}): storage is not the bottleneck; "
+            f"look at decoding and augmentation instead"
+        )
+    if (
+        small_cold
+        and seq_cold
+        and inv.median_file_bytes < SMALL_AVERAGE
+        and loc.kind != "memory"
+        and seq_cold.mb_per_s >= PACK_MIN_GAIN * small_cold.mb_per_s
+    ):
         gain = seq_cold.mb_per_s / small_cold.mb_per_s
-        lines.append(f"{inv.files:,} files averaging {human_bytes(inv.mean_file_bytes)} read cold at "
-                     f"{rate(small_cold.ops_per_s)} files/s ({gbps(small_cold)}) while large sequential reads reach "
-                     f"{gbps(seq_cold)}: pack into shards (`supplyline pack`) — about {gain:.0f}× faster reads expected")
+        lines.append(
+            f"{inv.files:,} files averaging {human_bytes(inv.mean_file_bytes)} read cold at "
+            f"{rate(small_cold.ops_per_s)} files/s ({gbps(small_cold)}) while large sequential reads reach "
+            f"{gbps(seq_cold)}: pack into shards (`supplyline pack`) — about {gain:.0f}× faster reads expected"
+        )
     if loc.kind != "memory" and loc.shm_free_bytes is not None and inv.total_bytes > 0:
-        fits = (inv.total_bytes * SHM_MARGIN <= loc.shm_free_bytes
-                and inv.total_bytes <= RAM_SHARE * loc.ram_available_bytes)
+        fits = (
+            inv.total_bytes * SHM_MARGIN <= loc.shm_free_bytes
+            and inv.total_bytes <= RAM_SHARE * loc.ram_available_bytes
+        )
         if fits:
             warm = best(report, "small_files", "warm") or best(report, "sequential", "warm")
             speed = f" (warm reads here: {gbps(warm)})" if warm else ""
-            lines.append(f"the dataset ({human_bytes(inv.total_bytes)}) fits in /dev/shm "
-                         f"({human_bytes(loc.shm_free_bytes)} free, {human_bytes(loc.ram_available_bytes)} RAM "
-                         f"available): `supplyline stage {report.path}` serves every epoch from RAM{speed}")
+            lines.append(
+                f"the dataset ({human_bytes(inv.total_bytes)}) fits in /dev/shm "
+                f"({human_bytes(loc.shm_free_bytes)} free, {human_bytes(loc.ram_available_bytes)} RAM "
+                f"available): `supplyline stage {report.path}` serves every epoch from RAM{speed}"
+            )
     if loc.kind not in ("network", "fuse") and len(small_cells) > 1:
         first, top = small_cells[0], max(small_cells, key=lambda c: c.ops_per_s)
         if top.ops_per_s >= 1.3 * first.ops_per_s:
             ladder = " → ".join(f"{rate(c.ops_per_s)} ({c.threads})" for c in small_cells)
-            lines.append(f"more DataLoader workers help: cold small-file reads per second by thread count: "
-                         f"{ladder}; {enough_workers(small_cells)} reach 90% of the best")
+            lines.append(
+                f"more DataLoader workers help: cold small-file reads per second by thread count: "
+                f"{ladder}; {enough_workers(small_cells)} reach 90% of the best"
+            )
     fraction = report.residency.cached_fraction
     if fraction is not None and fraction >= 0.9 and loc.kind != "memory":
-        lines.append(f"{fraction:.0%} of the dataset is already in the page cache: reads run at warm speed "
-                     f"until memory pressure evicts it; the first epoch after a reboot is the slow one")
+        lines.append(
+            f"{fraction:.0%} of the dataset is already in the page cache: reads run at warm speed "
+            f"until memory pressure evicts it; the first epoch after a reboot is the slow one"
+        )
     if not lines:
         lines.append(_no_problem(report, small_cold, seq_cold))
     if report.interrupted:
@@ -88,9 +109,13 @@ def verdict(report: DiskReport) -> list[str]:
 
 def _no_problem(report: DiskReport, small_cold: Cell | None, seq_cold: Cell | None) -> str:
     if small_cold:
-        return (f"storage keeps up at {rate(small_cold.ops_per_s)} files/s cold ({gbps(small_cold)}): if training "
-                f"consumes fewer samples per second than that, the disk is not the bottleneck")
+        return (
+            f"storage keeps up at {rate(small_cold.ops_per_s)} files/s cold ({gbps(small_cold)}): if training "
+            f"consumes fewer samples per second than that, the disk is not the bottleneck"
+        )
     if seq_cold:
-        return (f"large files read cold at {gbps(seq_cold)}: if training consumes less than that, "
-                f"the disk is not the bottleneck")
+        return (
+            f"large files read cold at {gbps(seq_cold)}: if training consumes less than that, "
+            f"the disk is not the bottleneck"
+        )
     return "nothing was measured, so there is no verdict"

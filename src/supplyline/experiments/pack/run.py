@@ -1,10 +1,12 @@
 """``supplyline pack``: plan, check space, write (resumably), write the manifest, optionally verify."""
+
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from supplyline import __version__
 from supplyline.errors import UserError
@@ -31,13 +33,16 @@ def space_check(plan: Plan, dst: str, fmt: str) -> int:
     if needed > free:
         from supplyline.units import human_bytes
 
-        raise UserError(f"{dst}: the pack needs about {human_bytes(needed)} but its file system has "
-                        f"{human_bytes(free)} free; nothing was written")
+        raise UserError(
+            f"{dst}: the pack needs about {human_bytes(needed)} but its file system has "
+            f"{human_bytes(free)} free; nothing was written"
+        )
     return needed
 
 
-def pack(plan: Plan, dst: str, fmt: str, shard_size: int, force: bool, seed: int | None,
-         advance: Callable[[int], None]) -> PackResult:
+def pack(
+    plan: Plan, dst: str, fmt: str, shard_size: int, force: bool, seed: int | None, advance: Callable[[int], None]
+) -> PackResult:
     import lmdb
 
     if fmt not in FORMATS:
@@ -56,8 +61,9 @@ def pack(plan: Plan, dst: str, fmt: str, shard_size: int, force: bool, seed: int
         manifest = _manifest(plan, state, fmt, shard_size, seed)
         finish(state, manifest)
     except KeyboardInterrupt:
-        raise UserError(f"interrupted; {dst} keeps the finished part: run the same command again to resume",
-                        code=130) from None
+        raise UserError(
+            f"interrupted; {dst} keeps the finished part: run the same command again to resume", code=130
+        ) from None
     except (OSError, UserError, lmdb.Error) as exc:
         discard(state)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -67,24 +73,40 @@ def pack(plan: Plan, dst: str, fmt: str, shard_size: int, force: bool, seed: int
 
 def _manifest(plan: Plan, state: State, fmt: str, shard_size: int, seed: int | None) -> dict[str, Any]:
     if fmt == "webdataset":
-        shards = [{k: s[k] for k in ("name", "samples", "bytes", "sha256", "content_sha256", "first_key")}
-                  for s in state.journal["shards"]]
+        shards = [
+            {k: s[k] for k in ("name", "samples", "bytes", "sha256", "content_sha256", "first_key")}
+            for s in state.journal["shards"]
+        ]
         read_errors = [e for s in state.journal["shards"] for e in s["skipped"]]
     else:
         info = state.journal["lmdb"]
         path = os.path.join(state.dst, "data.mdb")
-        shards = [{"name": "data.mdb", "samples": info["samples"], "bytes": os.path.getsize(path),
-                   "sha256": file_sha256(path), "content_sha256": info["content_sha256"], "first_key": None}]
+        shards = [
+            {
+                "name": "data.mdb",
+                "samples": info["samples"],
+                "bytes": os.path.getsize(path),
+                "sha256": file_sha256(path),
+                "content_sha256": info["content_sha256"],
+                "first_key": None,
+            }
+        ]
         read_errors = info["skipped"]
     samples = sum(s["samples"] for s in shards)
     if samples == 0:
         raise UserError("no sample could be read")
     return {
-        "format": fmt, "version": 1, "created_by": f"supplyline {__version__}", "samples": samples,
-        "layout": plan.layout, "classes": plan.classes, "label_field": LABEL_FIELD if plan.classes else None,
-        "shard_size": shard_size if fmt == "webdataset" else None, "shuffle_seed": seed,
+        "format": fmt,
+        "version": 1,
+        "created_by": f"supplyline {__version__}",
+        "samples": samples,
+        "layout": plan.layout,
+        "classes": plan.classes,
+        "label_field": LABEL_FIELD if plan.classes else None,
+        "shard_size": shard_size if fmt == "webdataset" else None,
+        "shuffle_seed": seed,
         "source": {"path": plan.source, "files": plan.files, "bytes": plan.total_bytes},
         "shards": shards,
-        "skipped": [{"path": p, "reason": r} for p, r in plan.skipped] + [{"path": k, "reason": r}
-                                                                         for k, r in read_errors],
+        "skipped": [{"path": p, "reason": r} for p, r in plan.skipped]
+        + [{"path": k, "reason": r} for k, r in read_errors],
     }

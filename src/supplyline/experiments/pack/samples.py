@@ -5,6 +5,7 @@ A sample is the files that share a key: the path up to the first dot of the file
 same split webdataset's reader makes, so keys survive the round trip. In a class-per-folder layout
 (ImageFolder: ``SRC/<class>/<file>``) each sample also gets a ``cls`` field holding the class index.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -64,18 +65,30 @@ def plan_samples(src: str, layout: str = "auto", shuffle_seed: int | None = 0) -
         key = f"{directory}/{stem}" if directory else stem
         grouped.setdefault(key, {})[ext] = f.path
     if not grouped:
-        raise UserError(f"{src} holds no samples: no file has a name like KEY.EXT "
-                        f"({len(skipped)} skipped: hidden or without an extension)")
+        raise UserError(
+            f"{src} holds no samples: no file has a name like KEY.EXT "
+            f"({len(skipped)} skipped: hidden or without an extension)"
+        )
     chosen = _choose_layout(layout, grouped)
     classes = sorted({k.split("/", 1)[0] for k in grouped}) if chosen == "imagefolder" else []
     index = {c: i for i, c in enumerate(classes)}
-    samples = [Sample(key, tuple(sorted(fields.items())), index[key.split("/", 1)[0]] if classes else None)
-               for key, fields in sorted(grouped.items())]
+    samples = [
+        Sample(key, tuple(sorted(fields.items())), index[key.split("/", 1)[0]] if classes else None)
+        for key, fields in sorted(grouped.items())
+    ]
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(samples)
     used = [p for s in samples for _, p in s.files]
-    plan = Plan(source=result.root, layout=chosen, samples=samples, classes=classes, files=len(used),
-                total_bytes=sum(sizes[p] for p in used), skipped=sorted(skipped), sizes=sizes)
+    plan = Plan(
+        source=result.root,
+        layout=chosen,
+        samples=samples,
+        classes=classes,
+        files=len(used),
+        total_bytes=sum(sizes[p] for p in used),
+        skipped=sorted(skipped),
+        sizes=sizes,
+    )
     plan.fingerprint = _fingerprint(plan, result)
     return plan
 

@@ -7,6 +7,7 @@ DST layout while packing::
     DST/shard-000000.tar ...            finished shards, renamed in only once complete
     DST/manifest.json                   written last: its presence means the pack is complete
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,10 @@ def prepare(dst: str, params: dict[str, Any], fingerprint: str, force: bool) -> 
         if journal is not None and MANIFEST not in entries and not force:
             if journal.get("params") == params and journal.get("fingerprint") == fingerprint:
                 return State(dst, journal), True
-            raise UserError(f"{dst} holds an interrupted pack of a different source or options; "
-                            f"rerun with those, or --force to start over")
+            raise UserError(
+                f"{dst} holds an interrupted pack of a different source or options; "
+                f"rerun with those, or --force to start over"
+            )
         if entries and not force:
             raise UserError(f"{dst} exists and is not empty; --force overwrites it")
         if foreign:
@@ -68,8 +71,9 @@ def prepare(dst: str, params: dict[str, Any], fingerprint: str, force: bool) -> 
         os.makedirs(os.path.join(dst, STATE_DIR), exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create {dst}: {exc.strerror or exc}") from exc
-    state = State(dst, {"version": 1, "params": params, "fingerprint": fingerprint, "created_dst": created,
-                        "shards": []})
+    state = State(
+        dst, {"version": 1, "params": params, "fingerprint": fingerprint, "created_dst": created, "shards": []}
+    )
     state.save()
     return state, False
 

@@ -1,9 +1,11 @@
 """``pack --verify``: read a finished pack back and compare it with the manifest's checksums."""
+
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from supplyline.datasets.records import EMPTY_CHAIN, chain, sample_digest
 from supplyline.errors import UserError
@@ -42,8 +44,10 @@ def verify(dst: str, advance: Callable[[int], None] = lambda n: None) -> int:
             count += 1
             advance(checked + count)
         if count != shard["samples"] or digest.hex() != shard["content_sha256"]:
-            raise UserError(f"verify failed: the samples in {shard['name']} differ from those packed "
-                            f"({count} read, {shard['samples']} expected)")
+            raise UserError(
+                f"verify failed: the samples in {shard['name']} differ from those packed "
+                f"({count} read, {shard['samples']} expected)"
+            )
         checked += count
     if checked != manifest["samples"]:
         raise UserError(f"verify failed: {checked} samples read, the manifest says {manifest['samples']}")

@@ -4,11 +4,13 @@ Both continue from the journal after an interruption, and produce the same resul
 uninterrupted run: tar shards byte for byte (fixed mtime, deterministic order and cut points),
 LMDB record for record.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from supplyline.datasets.records import EMPTY_CHAIN, chain, encode_record, sample_digest
 from supplyline.experiments.pack.samples import Plan, read_sample
@@ -54,9 +56,14 @@ def write_webdataset(plan: Plan, state: State, shard_size: int, advance: Advance
             os.unlink(fname)  # every sample in it failed to read: no empty shard
         else:
             fsync_path(fname)
-            entry = {"name": os.path.basename(final), "samples": current["samples"],
-                     "bytes": os.path.getsize(fname), "sha256": file_sha256(fname),
-                     "content_sha256": current["digest"].hex(), "first_key": current["first_key"]}
+            entry = {
+                "name": os.path.basename(final),
+                "samples": current["samples"],
+                "bytes": os.path.getsize(fname),
+                "sha256": file_sha256(fname),
+                "content_sha256": current["digest"].hex(),
+                "first_key": current["first_key"],
+            }
             os.replace(fname, final)
             fsync_path(state.dst)
             shards.append({**entry, "start": current["first"], "end": position[0], "skipped": current["skipped"]})
@@ -65,8 +72,17 @@ def write_webdataset(plan: Plan, state: State, shard_size: int, advance: Advance
 
     pattern = os.path.join(state.dir.replace("%", "%%"), "shard-%06d.tar.partial")
     # mtime=0 and a fixed tar format make the bytes reproducible; GNU format allows long keys.
-    writer = wds.ShardWriter(pattern, maxsize=shard_size, maxcount=10**12, post=post, start_shard=len(shards),
-                             verbose=0, encoder=False, mtime=0, format="GNU_FORMAT")
+    writer = wds.ShardWriter(
+        pattern,
+        maxsize=shard_size,
+        maxcount=10**12,
+        post=post,
+        start_shard=len(shards),
+        verbose=0,
+        encoder=False,
+        mtime=0,
+        format="GNU_FORMAT",
+    )
     try:
         for index in range(start, len(plan.samples)):
             sample = _read(plan, index, current["skipped"])
@@ -90,7 +106,7 @@ def _close_quietly(writer: Any) -> None:
     if stream is not None:
         try:
             stream.close()
-        except Exception:  # noqa: BLE001 - the original error is the one to report
+        except Exception:
             pass
 
 
@@ -123,8 +139,11 @@ def write_lmdb(plan: Plan, state: State, map_size: int, advance: Advance) -> Non
                     digest = chain(digest, sample_digest(sample))
                     batch_samples += 1
                     batch_bytes += len(record)
-                if batch_samples >= LMDB_COMMIT_SAMPLES or batch_bytes >= LMDB_COMMIT_BYTES or \
-                        index + 1 == len(plan.samples):
+                if (
+                    batch_samples >= LMDB_COMMIT_SAMPLES
+                    or batch_bytes >= LMDB_COMMIT_BYTES
+                    or index + 1 == len(plan.samples)
+                ):
                     _put_progress(txn, index + 1, count, digest, skipped)
                     txn.commit()
                     txn = env.begin(write=True)

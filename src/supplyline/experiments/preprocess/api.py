@@ -3,14 +3,16 @@
 A phase that fails on the user's data is noted and skipped; Ctrl-C stops the run and returns what
 was measured so far (``report.interrupted``). The doctor can call this directly.
 """
+
 from __future__ import annotations
 
 import inspect
 import os
 import pickle
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from supplyline.errors import UserError
 from supplyline.experiments.preprocess import chain as chain_mod
@@ -52,12 +54,23 @@ def resolve_target(obj: Any, name: str = "the target") -> Target:
         try:
             obj = obj()
         except Exception as exc:
-            raise UserError(f"{name} is a {'class' if inspect.isclass(obj) else 'function'}; calling it with no "
-                            f"arguments failed ({type(exc).__name__}: {exc}); point at a dataset instance") from exc
+            raise UserError(
+                f"{name} is a {'class' if inspect.isclass(obj) else 'function'}; calling it with no "
+                f"arguments failed ({type(exc).__name__}: {exc}); point at a dataset instance"
+            ) from exc
     if isinstance(obj, tud.DataLoader):
         context = obj.multiprocessing_context
-        return _checked(Target(obj.dataset, obj.batch_size, obj.collate_fn, obj.num_workers, obj.worker_init_fn,
-                               context.get_start_method() if context is not None else None), name)
+        return _checked(
+            Target(
+                obj.dataset,
+                obj.batch_size,
+                obj.collate_fn,
+                obj.num_workers,
+                obj.worker_init_fn,
+                context.get_start_method() if context is not None else None,
+            ),
+            name,
+        )
     return _checked(Target(obj), name)
 
 
@@ -66,8 +79,10 @@ def _checked(target: Target, name: str) -> Target:
 
     dataset = target.dataset
     if isinstance(dataset, tud.IterableDataset):
-        raise UserError(f"{name} is an IterableDataset ({type(dataset).__name__}); preprocess needs a map-style "
-                        "dataset with __getitem__ and __len__")
+        raise UserError(
+            f"{name} is an IterableDataset ({type(dataset).__name__}); preprocess needs a map-style "
+            "dataset with __getitem__ and __len__"
+        )
     if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
         raise UserError(f"{name} is a {type(dataset).__name__}, not a dataset: it needs __getitem__ and __len__")
     try:
@@ -95,11 +110,22 @@ def picklable(obj: Any) -> str | None:
         return f"{type(exc).__name__}: {exc}".splitlines()[0]
 
 
-def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_size: int | None = None,
-                    transform_attr: str | None = None, prof_path: str | None = None,
-                    start_method: str | None = None, seed: int = 0, profile_samples: int = 50,
-                    line_seconds: float = 1.0, gil_check: bool = True, measure_transfer: bool = True,
-                    target_name: str = "", progress: Progress | None = None) -> PreprocessReport:
+def profile_dataset(
+    dataset: Any,
+    samples: int = 100,
+    workers: int = 2,
+    batch_size: int | None = None,
+    transform_attr: str | None = None,
+    prof_path: str | None = None,
+    start_method: str | None = None,
+    seed: int = 0,
+    profile_samples: int = 50,
+    line_seconds: float = 1.0,
+    gil_check: bool = True,
+    measure_transfer: bool = True,
+    target_name: str = "",
+    progress: Progress | None = None,
+) -> PreprocessReport:
     """Measure where each sample's CPU time goes.
 
     ``dataset`` may also be a DataLoader (its batch size, collate_fn, workers' start method and
@@ -114,19 +140,28 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
     start_method = start_method or target.start_method
     progress = progress or NullProgress()
     indices = pick_indices(len(ds), samples, seed)
-    report = PreprocessReport(target=target_name or type(ds).__name__, dataset_type=_type_name(ds),
-                              dataset_len=len(ds), indices=indices)
+    report = PreprocessReport(
+        target=target_name or type(ds).__name__, dataset_type=_type_name(ds), dataset_len=len(ds), indices=indices
+    )
     runner = _Runner(report, progress)
     installed = chain_mod.install(ds, transform_attr)
     times = timing.SampleTimes()
     try:
-        runner.run("timing __getitem__", len(indices), lambda: timing.time_samples(
-            ds, indices, times, keep=batch_size * 4, chain=installed, progress=progress.advance))
+        runner.run(
+            "timing __getitem__",
+            len(indices),
+            lambda: timing.time_samples(
+                ds, indices, times, keep=batch_size * 4, chain=installed, progress=progress.advance
+            ),
+        )
         report.getitem, report.cpu_share, report.errors = times.distribution(), times.cpu_share(), times.errors
         report.getitem_own, report.cpu_wait_share = times.own_distribution(), times.cpu_wait_share()
         ok = times.indices
-        runner.run("checking determinism", None, lambda: setattr(
-            report, "sample_deterministic", timing.check_determinism(ds, ok[:2], installed)))
+        runner.run(
+            "checking determinism",
+            None,
+            lambda: setattr(report, "sample_deterministic", timing.check_determinism(ds, ok[:2], installed)),
+        )
     finally:
         if installed:
             installed.restore()
@@ -140,25 +175,63 @@ def profile_dataset(dataset: Any, samples: int = 100, workers: int = 2, batch_si
     stats = runner.run("cProfile", len(subset), lambda: _profile(report, ds, subset, prof_path, progress)) or {}
     runner.run("sampling lines", None, lambda: _lines(report, ds, subset, line_seconds, stats))
     if measure_transfer and first_batch is not None:
-        runner.run("worker->trainer transfer", None, lambda: setattr(
-            report, "transfer", transfer.measure_transfer(first_batch, min(batch_size, len(times.kept)), start_method)))
+        runner.run(
+            "worker->trainer transfer",
+            None,
+            lambda: setattr(
+                report,
+                "transfer",
+                transfer.measure_transfer(first_batch, min(batch_size, len(times.kept)), start_method),
+            ),
+        )
     fork = (start_method or _default_start()) == "fork"
     # Forked workers inherit the dataset; only spawn/forkserver pickle it (and pickling a large
     # in-memory dataset costs a copy of it, so it is not done when nothing needs it).
     reason = None if fork else picklable(ds)
     if reason:
-        report.notes.append(f"the dataset cannot be pickled ({reason}): DataLoader workers started with spawn or "
-                            "forkserver cannot receive it; measured in the main process instead of in workers")
+        report.notes.append(
+            f"the dataset cannot be pickled ({reason}): DataLoader workers started with spawn or "
+            "forkserver cannot receive it; measured in the main process instead of in workers"
+        )
     if workers > 0 and not reason:
         prof_workers = _sibling(prof_path, "workers")
-        runner.run(f"profiling {workers} workers", None, lambda: setattr(report, "workers", workers_mod.profile_workers(
-            ds, ok, workers, batch_size, collate_fn, start_method, target.worker_init_fn, prof_workers,
-            report.getitem.mean_ms if report.getitem else None)))
+        runner.run(
+            f"profiling {workers} workers",
+            None,
+            lambda: setattr(
+                report,
+                "workers",
+                workers_mod.profile_workers(
+                    ds,
+                    ok,
+                    workers,
+                    batch_size,
+                    collate_fn,
+                    start_method,
+                    target.worker_init_fn,
+                    prof_workers,
+                    report.getitem.mean_ms if report.getitem else None,
+                ),
+            ),
+        )
     if gil_check:
         parallelism = max(2, min(workers or 2, os.cpu_count() or 2))
-        runner.run("GIL check", None, lambda: setattr(report, "gil", gil.check_gil(
-            ds, ok, (report.getitem.median_ms if report.getitem else 1.0) / 1e3, parallelism, start_method,
-            processes_allowed=fork or not reason)))
+        runner.run(
+            "GIL check",
+            None,
+            lambda: setattr(
+                report,
+                "gil",
+                gil.check_gil(
+                    ds,
+                    ok,
+                    (report.getitem.median_ms if report.getitem else 1.0) / 1e3,
+                    parallelism,
+                    start_method,
+                    processes_allowed=fork or not reason,
+                ),
+            ),
+        )
     return _finish(report, ds)
 
 
@@ -195,8 +268,9 @@ def _collate(report: PreprocessReport, kept: list[Any], batch_size: int, collate
     return first
 
 
-def _profile(report: PreprocessReport, ds: Any, subset: list[int], prof_path: str | None,
-             progress: Progress) -> profiling.RawStats:
+def _profile(
+    report: PreprocessReport, ds: Any, subset: list[int], prof_path: str | None, progress: Progress
+) -> profiling.RawStats:
     with decode.capture_images() as images:
         stats, done = profiling.profile_calls(ds.__getitem__, subset, after=progress.advance)
     if prof_path:

@@ -5,6 +5,7 @@ back afterwards), so each stage sees exactly the inputs the dataset gives it —
 chain on guessed inputs. The same proxies record the kind of data entering and leaving each stage,
 which is how conversions between NumPy arrays, PIL images and tensors ("type churn") are counted.
 """
+
 from __future__ import annotations
 
 import copy
@@ -12,16 +13,25 @@ import functools
 import inspect
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from supplyline.errors import UserError
 from supplyline.experiments.preprocess import schedclock
 from supplyline.experiments.preprocess.report import Location
 
 # Attribute names under which datasets commonly keep their preprocessing, most common first.
-CANDIDATE_ATTRS = ("transform", "transforms", "augment", "augmentation", "augmentations",
-                   "pipeline", "preprocess", "tfms")
+CANDIDATE_ATTRS = (
+    "transform",
+    "transforms",
+    "augment",
+    "augmentation",
+    "augmentations",
+    "pipeline",
+    "preprocess",
+    "tfms",
+)
 ARRAY_KINDS = {"numpy", "pil", "tensor"}
 
 
@@ -75,8 +85,8 @@ class StageRecorder:
     """Shared by the proxies: per-stage times and kinds for the sample being loaded."""
 
     stages: int
-    checking: bool = False   # determinism mode: run each stage twice on a copy, do not time
-    times_ms: list[list[float]] = field(default_factory=list)      # own time: wall minus waiting for a CPU
+    checking: bool = False  # determinism mode: run each stage twice on a copy, do not time
+    times_ms: list[list[float]] = field(default_factory=list)  # own time: wall minus waiting for a CPU
     wall_ms: list[list[float]] = field(default_factory=list)
     in_kinds: list[Counter[str]] = field(default_factory=list)
     out_kinds: list[Counter[str]] = field(default_factory=list)
@@ -159,9 +169,11 @@ def same_value(a: Any, b: Any) -> bool:
     kind = kind_of(a) if not isinstance(a, (dict, list, tuple)) else ""
     if kind == "numpy":
         import numpy as np
+
         return a.shape == b.shape and bool(np.array_equal(a, b))
     if kind == "tensor":
         import torch
+
         return a.shape == b.shape and bool(torch.equal(a, b))
     if kind == "pil":
         return a.size == b.size and a.mode == b.mode and a.tobytes() == b.tobytes()

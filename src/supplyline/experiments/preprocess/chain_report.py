@@ -1,4 +1,5 @@
 """Turn what the stage proxies recorded into a ``ChainReport``: ranking, shares, churn, cacheable prefix."""
+
 from __future__ import annotations
 
 from supplyline.experiments.preprocess.chain import InstalledChain, churn, locate, stage_name
@@ -14,11 +15,14 @@ def _typical_share(stage_ms: list[float], getitem_ms: list[float]) -> float:
         total = sum(getitem_ms)
         return sum(stage_ms) / total if total > 0 else 0.0
     shares = sorted(s / g for s, g in zip(stage_ms, getitem_ms) if g > 0)
-    return shares[len(shares) // 2] if len(shares) % 2 else (shares[len(shares) // 2 - 1] + shares[len(shares) // 2]) / 2
+    return (
+        shares[len(shares) // 2] if len(shares) % 2 else (shares[len(shares) // 2 - 1] + shares[len(shares) // 2]) / 2
+    )
 
 
-def build(chain: InstalledChain, getitem_own_ms: list[float], getitem_wall_ms: list[float],
-          sample_indices: list[int]) -> ChainReport:
+def build(
+    chain: InstalledChain, getitem_own_ms: list[float], getitem_wall_ms: list[float], sample_indices: list[int]
+) -> ChainReport:
     """Per committed sample, in order: own and wall ``__getitem__`` times, and the index (labels the slowest).
 
     Shares use own times (wall minus waiting for a CPU) so a busy machine does not inflate long stages.
@@ -29,12 +33,19 @@ def build(chain: InstalledChain, getitem_own_ms: list[float], getitem_wall_ms: l
     for position, stage in enumerate(chain.stages):
         times = recorder.times_ms[position]
         checks = recorder.same_twice[position]
-        stages.append(StageTiming(
-            position=position, name=stage_name(stage), location=locate(stage), time=Distribution.of(times, sample_indices[:len(times)]),
-            share_of_sample=_typical_share(times, getitem_own_ms),
-            share_of_total=sum(recorder.wall_ms[position]) / wall_total_ms if wall_total_ms > 0 else 0.0,
-            input_kinds=dict(recorder.in_kinds[position]), output_kinds=dict(recorder.out_kinds[position]),
-            deterministic=all(checks) if checks else None))
+        stages.append(
+            StageTiming(
+                position=position,
+                name=stage_name(stage),
+                location=locate(stage),
+                time=Distribution.of(times, sample_indices[: len(times)]),
+                share_of_sample=_typical_share(times, getitem_own_ms),
+                share_of_total=sum(recorder.wall_ms[position]) / wall_total_ms if wall_total_ms > 0 else 0.0,
+                input_kinds=dict(recorder.in_kinds[position]),
+                output_kinds=dict(recorder.out_kinds[position]),
+                deterministic=all(checks) if checks else None,
+            )
+        )
     samples = sum(recorder.paths.values())
     conversions = round_trips = 0
     for path, count in recorder.paths.items():
@@ -47,9 +58,13 @@ def build(chain: InstalledChain, getitem_own_ms: list[float], getitem_wall_ms: l
             break
         prefix.append(stage)
     common = recorder.paths.most_common(1)
-    return ChainReport(attribute=chain.attribute, kind=chain.kind, stages=stages,
-                       kind_path=list(common[0][0]) if common else [],
-                       conversions_per_sample=conversions / samples if samples else 0.0,
-                       round_trips_per_sample=round_trips / samples if samples else 0.0,
-                       cacheable_prefix=[s.name for s in prefix],
-                       cacheable_share=sum(s.share_of_sample for s in prefix))
+    return ChainReport(
+        attribute=chain.attribute,
+        kind=chain.kind,
+        stages=stages,
+        kind_path=list(common[0][0]) if common else [],
+        conversions_per_sample=conversions / samples if samples else 0.0,
+        round_trips_per_sample=round_trips / samples if samples else 0.0,
+        cacheable_prefix=[s.name for s in prefix],
+        cacheable_share=sum(s.share_of_sample for s in prefix),
+    )

@@ -4,13 +4,15 @@
 (from a path or a file object), so the comparison runs on the user's real files. Bytes are read
 before timing so disk speed does not enter a decode comparison.
 """
+
 from __future__ import annotations
 
 import io
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from supplyline.experiments.preprocess.report import DecodeReport, DecoderTiming
 
@@ -58,20 +60,24 @@ def _decoders(sample: bytes) -> tuple[dict[str, Callable[[bytes], Any]], list[st
     found: dict[str, Callable[[bytes], Any]] = {"PIL": lambda b: Image.open(io.BytesIO(b)).convert("RGB")}
     missing: list[str] = []
     if sample[:3] == b"\xff\xd8\xff":  # JPEG: libjpeg can decode at 1/2, 1/4, 1/8 scale directly
+
         def draft(b: bytes) -> Any:
             image = Image.open(io.BytesIO(b))
             image.draft("RGB", (image.size[0] // 2, image.size[1] // 2))
             return image.convert("RGB")
+
         found["PIL draft (1/2 scale)"] = draft
     try:
         import cv2
         import numpy as np
+
         found["OpenCV"] = lambda b: cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)
     except ImportError:
         missing.append("OpenCV (cv2 not installed)")
     try:
         import torch
         from torchvision.io import decode_image
+
         found["torchvision.io"] = lambda b: decode_image(torch.frombuffer(bytearray(b), dtype=torch.uint8))
     except Exception:  # not installed, or installed against another torch
         missing.append("torchvision.io (torchvision not importable)")
@@ -89,9 +95,11 @@ def benchmark(images: list[bytes], min_seconds: float = 0.2) -> DecodeReport:
             missing.append(f"{name} (failed on these files: {type(exc).__name__})")
     base = timings.get("PIL", 0.0)
     ranked = sorted(timings.items(), key=lambda item: item[1])
-    return DecodeReport(files=len(images), unavailable=missing,
-                        decoders=[DecoderTiming(name=n, ms_per_image=ms, speedup_vs_pil=base / ms if ms else 0.0)
-                                  for n, ms in ranked])
+    return DecodeReport(
+        files=len(images),
+        unavailable=missing,
+        decoders=[DecoderTiming(name=n, ms_per_image=ms, speedup_vs_pil=base / ms if ms else 0.0) for n, ms in ranked],
+    )
 
 
 def _time_decoder(decode: Callable[[bytes], Any], images: list[bytes], min_seconds: float) -> float:

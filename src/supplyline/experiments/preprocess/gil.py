@@ -14,6 +14,7 @@ the thread was *not* queued for a CPU, because on a loaded machine a GIL waiter 
 giving us a third of a core: blocked 12% of wall, but 41% of the unqueued time; NumPy sorts: 0-22%,
 the high end when the machine is overloaded — hence the least-blocked round is used).
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -85,8 +86,10 @@ def _process_body(dataset: Any, indices: list[int], count: int, barrier: Any, re
 def _processes(dataset: Any, indices: list[int], count: int, n: int, ctx: Any) -> float:
     barrier = ctx.Barrier(n)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_process_body, args=(dataset, indices, count, barrier, results), daemon=True)
-             for _ in range(n)]
+    procs = [
+        ctx.Process(target=_process_body, args=(dataset, indices, count, barrier, results), daemon=True)
+        for _ in range(n)
+    ]
     for p in procs:
         p.start()
     spans = [results.get(timeout=600) for _ in procs]
@@ -95,9 +98,17 @@ def _processes(dataset: Any, indices: list[int], count: int, n: int, ctx: Any) -
     return max(end for _, end in spans) - min(start for start, _ in spans)
 
 
-def check_gil(dataset: Any, indices: list[int], seconds_per_item: float, parallelism: int,
-              start_method: str | None, processes_allowed: bool, target_s: float = 0.15,
-              min_rounds: int = 2, max_rounds: int = 3) -> GilReport:
+def check_gil(
+    dataset: Any,
+    indices: list[int],
+    seconds_per_item: float,
+    parallelism: int,
+    start_method: str | None,
+    processes_allowed: bool,
+    target_s: float = 0.15,
+    min_rounds: int = 2,
+    max_rounds: int = 3,
+) -> GilReport:
     """Throughput scaling of ``dataset[i]`` on ``parallelism`` threads and processes vs one thread.
 
     Rounds go on past ``min_rounds`` while the answer is inconclusive (processes did not scale
@@ -120,12 +131,17 @@ def check_gil(dataset: Any, indices: list[int], seconds_per_item: float, paralle
     process_scaling = parallelism * single / processes if processes_allowed else None
     # The least-blocked round: a holder of the GIL preempted by another program makes the others
     # block too, so load only ever adds blocked time; GIL-bound threads block in every round.
-    gil_wait = (max(0.0, min(threads_blocked) - min(single_blocked))
-                if threads_blocked and single_blocked else None)
+    gil_wait = max(0.0, min(threads_blocked) - min(single_blocked)) if threads_blocked and single_blocked else None
     holds = _holds_gil(thread_scaling, process_scaling, gil_wait)
-    return GilReport(parallelism=parallelism, single_items_per_s=count / single, thread_scaling=thread_scaling,
-                     process_scaling=process_scaling, gil_wait_share=gil_wait, holds_gil=holds,
-                     verdict=verdict(thread_scaling, process_scaling, parallelism, gil_wait))
+    return GilReport(
+        parallelism=parallelism,
+        single_items_per_s=count / single,
+        thread_scaling=thread_scaling,
+        process_scaling=process_scaling,
+        gil_wait_share=gil_wait,
+        holds_gil=holds,
+        verdict=verdict(thread_scaling, process_scaling, parallelism, gil_wait),
+    )
 
 
 def _best(best: float, blocked: list[float], run: tuple[float, float | None]) -> tuple[float, list[float]]:

@@ -4,6 +4,7 @@ A sampler (rather than a tracing line profiler) keeps the cost low and needs no 
 source of each hot line is then parsed to tell whether it runs inside a Python loop, which is what
 the "vectorize this" suggestion rests on.
 """
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from supplyline.experiments.preprocess.report import HotLine, LineReport, Location
 
@@ -34,7 +36,7 @@ class LineSampler:
         self._thread = threading.Thread(target=self._run, name="supplyline-line-sampler", daemon=True)
         self._old_switch = sys.getswitchinterval()
 
-    def __enter__(self) -> "LineSampler":
+    def __enter__(self) -> LineSampler:
         # A short switch interval lets the sampler take the GIL from a busy thread on time; with the
         # default 5 ms it would mostly get the GIL when the thread releases it (I/O, decoders), which
         # would bias the samples towards those lines.
@@ -59,8 +61,9 @@ class LineSampler:
             self.samples += 1
 
 
-def sample_lines(call: Callable[[int], Any], indices: list[int], min_seconds: float,
-                 interval_s: float = 0.001, max_rounds: int = 50) -> LineSampler:
+def sample_lines(
+    call: Callable[[int], Any], indices: list[int], min_seconds: float, interval_s: float = 0.001, max_rounds: int = 50
+) -> LineSampler:
     """Call ``call(i)`` over the indices (repeating them until ``min_seconds``) under the sampler."""
     sampler = LineSampler(threading.get_ident(), interval_s)
     start = time.perf_counter()
@@ -119,7 +122,14 @@ def build_report(sampler: LineSampler, self_share: Callable[[str, int], float | 
     lines = []
     for (filename, line, function, first_line), count in sampler.counts.most_common(top):
         loop_line = enclosing_loop(filename, line)
-        lines.append(HotLine(location=Location(file=filename, line=line, function=function), share=count / total,
-                             source=linecache.getline(filename, line).strip(), in_python_loop=loop_line is not None,
-                             loop_line=loop_line, function_self_share=self_share(filename, first_line)))
+        lines.append(
+            HotLine(
+                location=Location(file=filename, line=line, function=function),
+                share=count / total,
+                source=linecache.getline(filename, line).strip(),
+                in_python_loop=loop_line is not None,
+                loop_line=loop_line,
+                function_self_share=self_share(filename, first_line),
+            )
+        )
     return LineReport(samples=sampler.samples, interval_ms=sampler.interval_s * 1e3, lines=lines)

@@ -3,13 +3,15 @@
 Stats are handled as pstats' raw dict ``{(file, line, function): (prim_calls, calls, self_s,
 cumulative_s, callers)}`` so main-process and worker profiles go through the same code.
 """
+
 from __future__ import annotations
 
 import cProfile
 import marshal
 import os
 import pstats
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from supplyline.atomic import atomic_write_bytes
 from supplyline.experiments.preprocess.report import ConversionSite, HotFunction, Location, ProfileReport
@@ -18,7 +20,10 @@ RawStats = dict[tuple[str, int, str], tuple[Any, ...]]
 
 # (label, matcher on the pstats key) for calls that turn one kind of sample into another.
 CONVERSIONS: list[tuple[str, Callable[[str, str], bool]]] = [
-    ("PIL->numpy (np.asarray(image))", lambda f, n: f.endswith(os.path.join("PIL", "Image.py")) and n == "_conv_type_shape"),
+    (
+        "PIL->numpy (np.asarray(image))",
+        lambda f, n: f.endswith(os.path.join("PIL", "Image.py")) and n == "_conv_type_shape",
+    ),
     ("numpy->PIL (Image.fromarray)", lambda f, n: f.endswith(os.path.join("PIL", "Image.py")) and n == "fromarray"),
     ("numpy->tensor (torch.from_numpy)", lambda f, n: n == "<built-in method torch.from_numpy>"),
     ("->tensor (torch.as_tensor)", lambda f, n: n == "<built-in method torch.as_tensor>"),
@@ -36,8 +41,9 @@ DECODERS: list[Callable[[str, str], bool]] = [
 ]
 
 
-def profile_calls(call: Callable[[int], Any], indices: list[int],
-                  after: Callable[[], None] | None = None) -> tuple[RawStats, int]:
+def profile_calls(
+    call: Callable[[int], Any], indices: list[int], after: Callable[[], None] | None = None
+) -> tuple[RawStats, int]:
     """Run ``call(i)`` for each index under cProfile; errors are skipped (the timing pass reports them).
 
     ``after`` (progress) runs outside the profiled region so it does not show in the profile."""
@@ -90,10 +96,16 @@ def top_functions(stats: RawStats, samples: int, n: int = 15) -> list[HotFunctio
     total = total_seconds(stats) or 1e-12
     per = max(samples, 1)
     ranked = sorted(stats.items(), key=lambda item: item[1][2], reverse=True)[:n]
-    return [HotFunction(location=Location(file=pretty_file(f), line=line, function=name), calls=int(entry[1]),
-                        self_ms_per_sample=entry[2] * 1e3 / per, cumulative_ms_per_sample=entry[3] * 1e3 / per,
-                        self_share=entry[2] / total)
-            for (f, line, name), entry in ranked]
+    return [
+        HotFunction(
+            location=Location(file=pretty_file(f), line=line, function=name),
+            calls=int(entry[1]),
+            self_ms_per_sample=entry[2] * 1e3 / per,
+            cumulative_ms_per_sample=entry[3] * 1e3 / per,
+            self_share=entry[2] / total,
+        )
+        for (f, line, name), entry in ranked
+    ]
 
 
 def conversion_counts(stats: RawStats, samples: int) -> dict[str, float]:
@@ -116,8 +128,13 @@ def conversion_sites(stats: RawStats, samples: int) -> list[ConversionSite]:
         for (cf, cl, cn), caller_entry in entry[4].items():
             if not is_library_file(cf):
                 calls = caller_entry[1] if isinstance(caller_entry, tuple) else caller_entry
-                sites.append(ConversionSite(label=label, caller=Location(file=cf, line=cl, function=cn),
-                                            calls_per_sample=calls / max(samples, 1)))
+                sites.append(
+                    ConversionSite(
+                        label=label,
+                        caller=Location(file=cf, line=cl, function=cn),
+                        calls_per_sample=calls / max(samples, 1),
+                    )
+                )
     return sorted(sites, key=lambda s: s.calls_per_sample, reverse=True)
 
 
@@ -132,7 +149,7 @@ def decode_sites(stats: RawStats) -> list[Location]:
         opener = (f.endswith(os.path.join("PIL", "Image.py")) and n == "open") or any(m(f, n) for m in DECODERS[1:])
         if not opener:
             continue
-        for (cf, cl, cn) in entry[4]:
+        for cf, cl, cn in entry[4]:
             location = Location(file=cf, line=cl, function=cn)
             if not is_library_file(cf) and location not in sites:
                 sites.append(location)
@@ -172,7 +189,13 @@ def function_mean_ms(stats: RawStats, function: str) -> tuple[int, float]:
 
 def build_report(stats: RawStats, samples: int, prof_path: str | None) -> ProfileReport:
     total = total_seconds(stats)
-    return ProfileReport(samples=samples, total_ms=total * 1e3, top=top_functions(stats, samples),
-                         prof_path=prof_path, conversions_per_sample=conversion_counts(stats, samples),
-                         decode_share=(decode_seconds(stats) / total) if total > 0 else 0.0,
-                         decode_sites=decode_sites(stats), conversion_sites=conversion_sites(stats, samples))
+    return ProfileReport(
+        samples=samples,
+        total_ms=total * 1e3,
+        top=top_functions(stats, samples),
+        prof_path=prof_path,
+        conversions_per_sample=conversion_counts(stats, samples),
+        decode_share=(decode_seconds(stats) / total) if total > 0 else 0.0,
+        decode_sites=decode_sites(stats),
+        conversion_sites=conversion_sites(stats, samples),
+    )

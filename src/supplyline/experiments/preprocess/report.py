@@ -3,6 +3,7 @@
 Every phase fills one part; a phase that could not run leaves its part ``None`` and says why in
 ``notes``, so an interrupted or partly failing run still yields a usable report.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,16 +24,22 @@ class Distribution:
     slowest: list[tuple[int, float]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, values_ms: list[float], labels: list[int] | None = None, top: int = 5) -> "Distribution":
+    def of(cls, values_ms: list[float], labels: list[int] | None = None, top: int = 5) -> Distribution:
         if not values_ms:
             return cls(0, 0.0, 0.0, 0.0, 0.0, 0.0, [])
         ordered = sorted(values_ms)
         n = len(ordered)
         labels = labels if labels is not None else list(range(n))
         ranked = sorted(zip(labels, values_ms), key=lambda pair: pair[1], reverse=True)[:top]
-        return cls(count=n, mean_ms=sum(ordered) / n, median_ms=_quantile(ordered, 0.5),
-                   p95_ms=_quantile(ordered, 0.95), max_ms=ordered[-1], total_ms=sum(ordered),
-                   slowest=[(int(i), float(v)) for i, v in ranked])
+        return cls(
+            count=n,
+            mean_ms=sum(ordered) / n,
+            median_ms=_quantile(ordered, 0.5),
+            p95_ms=_quantile(ordered, 0.95),
+            max_ms=ordered[-1],
+            total_ms=sum(ordered),
+            slowest=[(int(i), float(v)) for i, v in ranked],
+        )
 
 
 def _quantile(ordered: list[float], q: float) -> float:
@@ -50,7 +57,7 @@ class SampleError:
     index: int
     error: str
     traceback: str
-    location: "Location | None" = None   # the innermost frame, where it raised
+    location: Location | None = None  # the innermost frame, where it raised
 
 
 @dataclass
@@ -72,26 +79,26 @@ class StageTiming:
     position: int
     name: str
     location: Location | None
-    time: Distribution              # own time: wall minus time the OS kept the thread waiting for a CPU
-    share_of_sample: float          # median over samples of stage time / that sample's __getitem__ time, 0..1
-    share_of_total: float           # all of this stage's time / all __getitem__ time (outliers weigh in), 0..1
-    input_kinds: dict[str, int]     # "numpy" / "pil" / "tensor" / other type name -> count
+    time: Distribution  # own time: wall minus time the OS kept the thread waiting for a CPU
+    share_of_sample: float  # median over samples of stage time / that sample's __getitem__ time, 0..1
+    share_of_total: float  # all of this stage's time / all __getitem__ time (outliers weigh in), 0..1
+    input_kinds: dict[str, int]  # "numpy" / "pil" / "tensor" / other type name -> count
     output_kinds: dict[str, int]
-    deterministic: bool | None      # same input twice -> same output? None: not checked
+    deterministic: bool | None  # same input twice -> same output? None: not checked
 
 
 @dataclass
 class ChainReport:
     """The transform chain found on the dataset and what each stage costs."""
 
-    attribute: str                  # e.g. "transform" or "transform.transforms"
-    kind: str                       # "compose" (has .transforms), "list", or "callable"
+    attribute: str  # e.g. "transform" or "transform.transforms"
+    kind: str  # "compose" (has .transforms), "list", or "callable"
     stages: list[StageTiming]
-    kind_path: list[str]            # most common sequence of data kinds through the chain
-    conversions_per_sample: float   # kind changes between numpy / PIL / tensor per sample
-    round_trips_per_sample: float   # conversions back to a kind the sample already had
-    cacheable_prefix: list[str]     # leading stages that are deterministic (cache their output)
-    cacheable_share: float          # their share of the sample time, 0..1
+    kind_path: list[str]  # most common sequence of data kinds through the chain
+    conversions_per_sample: float  # kind changes between numpy / PIL / tensor per sample
+    round_trips_per_sample: float  # conversions back to a kind the sample already had
+    cacheable_prefix: list[str]  # leading stages that are deterministic (cache their output)
+    cacheable_share: float  # their share of the sample time, 0..1
 
 
 @dataclass
@@ -102,7 +109,7 @@ class HotFunction:
     calls: int
     self_ms_per_sample: float
     cumulative_ms_per_sample: float
-    self_share: float               # self time / total profiled time, 0..1
+    self_share: float  # self time / total profiled time, 0..1
 
 
 @dataclass
@@ -122,8 +129,8 @@ class ProfileReport:
     total_ms: float
     top: list[HotFunction]
     prof_path: str | None
-    conversions_per_sample: dict[str, float]   # conversion function -> calls per sample
-    decode_share: float                        # time in image decoders / total, 0..1
+    conversions_per_sample: dict[str, float]  # conversion function -> calls per sample
+    decode_share: float  # time in image decoders / total, 0..1
     decode_sites: list[Location] = field(default_factory=list)  # functions that called the decoders
     conversion_sites: list[ConversionSite] = field(default_factory=list)
 
@@ -135,8 +142,8 @@ class HotLine:
     location: Location
     share: float
     source: str
-    in_python_loop: bool            # the line sits inside a for/while/comprehension of its function
-    loop_line: int | None           # the line of the outermost enclosing loop in that function
+    in_python_loop: bool  # the line sits inside a for/while/comprehension of its function
+    loop_line: int | None  # the line of the outermost enclosing loop in that function
     function_self_share: float | None  # that function's own (interpreter) time share from cProfile
 
 
@@ -178,11 +185,11 @@ class TransferReport:
     """Cost of moving one collated batch from a worker process to the trainer."""
 
     batch_size: int
-    pickled_bytes: int              # plain pickle of the batch (what a queue would carry without shm)
-    tensor_bytes: int               # bytes of tensor storage (DataLoader moves these through shm)
-    transfer_ms_per_batch: float    # measured through a real DataLoader with one worker
+    pickled_bytes: int  # plain pickle of the batch (what a queue would carry without shm)
+    tensor_bytes: int  # bytes of tensor storage (DataLoader moves these through shm)
+    transfer_ms_per_batch: float  # measured through a real DataLoader with one worker
     throughput_mb_s: float
-    method: str                     # how it was measured
+    method: str  # how it was measured
 
 
 @dataclass
@@ -193,7 +200,9 @@ class GilReport:
     single_items_per_s: float
     thread_scaling: float
     process_scaling: float | None
-    gil_wait_share: float | None    # threads' blocked share of (running + blocked) time, beyond one thread alone (Linux schedstat)
+    gil_wait_share: (
+        float | None
+    )  # threads' blocked share of (running + blocked) time, beyond one thread alone (Linux schedstat)
     holds_gil: bool
     verdict: str
 
@@ -232,10 +241,10 @@ class PreprocessReport:
     dataset_type: str
     dataset_len: int
     indices: list[int]
-    getitem: Distribution | None = None      # wall time per sample, as a DataLoader worker experiences it
+    getitem: Distribution | None = None  # wall time per sample, as a DataLoader worker experiences it
     getitem_own: Distribution | None = None  # the same minus time spent waiting for a CPU (busy machine)
-    cpu_share: float | None = None          # thread CPU time / own time inside __getitem__ (low: waits on I/O)
-    cpu_wait_share: float = 0.0             # share of __getitem__ wall time spent waiting for a CPU (busy machine)
+    cpu_share: float | None = None  # thread CPU time / own time inside __getitem__ (low: waits on I/O)
+    cpu_wait_share: float = 0.0  # share of __getitem__ wall time spent waiting for a CPU (busy machine)
     errors: list[SampleError] = field(default_factory=list)
     collate: Distribution | None = None
     sample_deterministic: bool | None = None

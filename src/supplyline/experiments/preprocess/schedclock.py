@@ -5,6 +5,7 @@ wait says nothing about the stage. ``/proc/self/task/<tid>/schedstat`` holds the
 running and ns runnable-but-waiting, so wall time minus the waiting delta is the stage's own time
 (CPU, I/O and GIL waits stay in). Elsewhere the wait reads as 0 and times stay wall times.
 """
+
 from __future__ import annotations
 
 import os

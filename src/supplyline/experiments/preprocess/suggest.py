@@ -3,13 +3,14 @@
 Pure functions of the report (plus the dataset's ``__getitem__`` location), so they can be re-derived
 from a saved report and tested without running anything.
 """
+
 from __future__ import annotations
 
 from supplyline.experiments.preprocess.profiling import is_library_file
 from supplyline.experiments.preprocess.report import Location, PreprocessReport, StageTiming, Suggestion
 from supplyline.units import human_bytes
 
-LOOP_MIN_SHARE = 0.10       # a loop must hold this share of sampled time to be worth vectorizing
+LOOP_MIN_SHARE = 0.10  # a loop must hold this share of sampled time to be worth vectorizing
 LOOP_MIN_SELF_SHARE = 0.05  # ...and its function must spend this share in the interpreter itself
 STAGE_MIN_SHARE = 0.25
 CACHE_MIN_SHARE = 0.20
@@ -22,8 +23,7 @@ CHURN_MIN_CONVERSIONS = 3
 def suggest(report: PreprocessReport, getitem: Location | None) -> list[Suggestion]:
     where_getitem = str(getitem) if getitem else "__getitem__"
     found: list[Suggestion] = []
-    for rule in (_errors, _python_loops, _slow_stage, _decode, _cache, _gil, _churn, _io_wait, _transfer,
-                 _outliers):
+    for rule in (_errors, _python_loops, _slow_stage, _decode, _cache, _gil, _churn, _io_wait, _transfer, _outliers):
         found.extend(rule(report, where_getitem))
     return found
 
@@ -34,10 +34,15 @@ def _errors(r: PreprocessReport, where: str) -> list[Suggestion]:
     first = r.errors[0]
     indices = ", ".join(str(e.index) for e in r.errors[:10]) + (" ..." if len(r.errors) > 10 else "")
     measured = len(r.errors) + (r.getitem.count if r.getitem else 0)
-    return [Suggestion("error", str(first.location or where),
-                       f"{len(r.errors)} of {measured} samples raised (indices {indices}); first: {first.error}",
-                       "fix the dataset at these indices or filter them out; a raising sample kills "
-                       "the DataLoader mid-epoch (tracebacks are in the report)")]
+    return [
+        Suggestion(
+            "error",
+            str(first.location or where),
+            f"{len(r.errors)} of {measured} samples raised (indices {indices}); first: {first.error}",
+            "fix the dataset at these indices or filter them out; a raising sample kills "
+            "the DataLoader mid-epoch (tracebacks are in the report)",
+        )
+    ]
 
 
 def _python_loops(r: PreprocessReport, where: str) -> list[Suggestion]:
@@ -54,13 +59,17 @@ def _python_loops(r: PreprocessReport, where: str) -> list[Suggestion]:
         if share < LOOP_MIN_SHARE or self_share < LOOP_MIN_SELF_SHARE:
             continue
         hottest = max(hots, key=lambda h: h.share)
-        found.append(Suggestion(
-            "python_loop", f"{hottest.location.function} ({file}:{loop_line})",
-            f"{share:.0%} of sampled time is inside the Python loop at line {loop_line} (hottest: line "
-            f"{hottest.location.line} `{hottest.source}`); {self_share:.0%} of profiled time runs in the interpreter "
-            f"in {hottest.location.function}",
-            "vectorize: replace the per-element (per-pixel) loop with NumPy/PyTorch array operations on the "
-            "whole array (e.g. `(img - mean) / std`, `np.clip`, `np.where`, lookup tables via indexing)"))
+        found.append(
+            Suggestion(
+                "python_loop",
+                f"{hottest.location.function} ({file}:{loop_line})",
+                f"{share:.0%} of sampled time is inside the Python loop at line {loop_line} (hottest: line "
+                f"{hottest.location.line} `{hottest.source}`); {self_share:.0%} of profiled time runs in the interpreter "
+                f"in {hottest.location.function}",
+                "vectorize: replace the per-element (per-pixel) loop with NumPy/PyTorch array operations on the "
+                "whole array (e.g. `(img - mean) / std`, `np.clip`, `np.where`, lookup tables via indexing)",
+            )
+        )
     return found
 
 
@@ -72,11 +81,15 @@ def _slow_stage(r: PreprocessReport, where: str) -> list[Suggestion]:
     if top.share_of_sample < STAGE_MIN_SHARE:
         return []
     runner_up = f"; next: {ranked[1].name} {ranked[1].share_of_sample:.0%}" if len(ranked) > 1 else ""
-    return [Suggestion("slow_stage", _stage_where(top),
-                       f"stage {top.position + 1} of {len(ranked)} takes {top.share_of_sample:.0%} of each sample "
-                       f"(median {top.time.median_ms:.2f} ms){runner_up}",
-                       "optimize this stage first; every other stage together can win at most "
-                       f"{1 - top.share_of_sample:.0%}")]
+    return [
+        Suggestion(
+            "slow_stage",
+            _stage_where(top),
+            f"stage {top.position + 1} of {len(ranked)} takes {top.share_of_sample:.0%} of each sample "
+            f"(median {top.time.median_ms:.2f} ms){runner_up}",
+            f"optimize this stage first; every other stage together can win at most {1 - top.share_of_sample:.0%}",
+        )
+    ]
 
 
 def _stage_where(stage: StageTiming) -> str:
@@ -109,17 +122,27 @@ def _decode(r: PreprocessReport, where: str) -> list[Suggestion]:
 
 def _cache(r: PreprocessReport, where: str) -> list[Suggestion]:
     if r.sample_deterministic and r.getitem and r.getitem.count:
-        return [Suggestion("cache", where,
-                           f"dataset[i] returned identical output twice for every checked index; each epoch repeats "
-                           f"{r.getitem.median_ms:.2f} ms per sample",
-                           "deterministic work repeated every epoch: compute it once and cache it (in memory if it "
-                           "fits, or write the prepared samples to disk, e.g. with `supplyline pack`)")]
+        return [
+            Suggestion(
+                "cache",
+                where,
+                f"dataset[i] returned identical output twice for every checked index; each epoch repeats "
+                f"{r.getitem.median_ms:.2f} ms per sample",
+                "deterministic work repeated every epoch: compute it once and cache it (in memory if it "
+                "fits, or write the prepared samples to disk, e.g. with `supplyline pack`)",
+            )
+        ]
     if r.chain and r.chain.cacheable_prefix and r.chain.cacheable_share >= CACHE_MIN_SHARE:
         first = r.chain.stages[0]
-        return [Suggestion("cache", _stage_where(first),
-                           f"the leading stages {', '.join(r.chain.cacheable_prefix)} are deterministic (same input, "
-                           f"same output) and take {r.chain.cacheable_share:.0%} of each sample",
-                           "apply them once and store the result; keep only the random stages in the loader")]
+        return [
+            Suggestion(
+                "cache",
+                _stage_where(first),
+                f"the leading stages {', '.join(r.chain.cacheable_prefix)} are deterministic (same input, "
+                f"same output) and take {r.chain.cacheable_share:.0%} of each sample",
+                "apply them once and store the result; keep only the random stages in the loader",
+            )
+        ]
     return []
 
 
@@ -127,9 +150,15 @@ def _gil(r: PreprocessReport, where: str) -> list[Suggestion]:
     if not r.gil or not r.gil.holds_gil:
         return []
     hot = next((h for h in (r.profile.top if r.profile else []) if not is_library_file(h.location.file)), None)
-    return [Suggestion("gil", str(hot.location) if hot else where, r.gil.verdict,
-                       "keep this work in DataLoader worker processes (num_workers ≥ cores), never in threads; "
-                       "or move it into vectorized/native code that releases the GIL")]
+    return [
+        Suggestion(
+            "gil",
+            str(hot.location) if hot else where,
+            r.gil.verdict,
+            "keep this work in DataLoader worker processes (num_workers ≥ cores), never in threads; "
+            "or move it into vectorized/native code that releases the GIL",
+        )
+    ]
 
 
 def _churn(r: PreprocessReport, where: str) -> list[Suggestion]:
@@ -145,11 +174,16 @@ def _churn(r: PreprocessReport, where: str) -> list[Suggestion]:
     path = f"each sample goes {' -> '.join(r.chain.kind_path)} through the chain; " if r.chain else ""
     counts = r.profile.conversions_per_sample if r.profile else {}
     calls = ", ".join(f"{label} {n:.1f}x" for label, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-    return [Suggestion("type_churn", spot,
-                       f"{path}{total:.1f} conversions per sample ({calls or 'between stages'}), "
-                       f"{round_trips:.1f} round trips (converted back to a kind it already had)",
-                       "keep one representation through the chain (e.g. decode straight to a uint8 array or tensor "
-                       "and use array ops for every stage); convert once at the end")]
+    return [
+        Suggestion(
+            "type_churn",
+            spot,
+            f"{path}{total:.1f} conversions per sample ({calls or 'between stages'}), "
+            f"{round_trips:.1f} round trips (converted back to a kind it already had)",
+            "keep one representation through the chain (e.g. decode straight to a uint8 array or tensor "
+            "and use array ops for every stage); convert once at the end",
+        )
+    ]
 
 
 def _profile_round_trips(r: PreprocessReport) -> float:
@@ -167,10 +201,14 @@ def _profile_round_trips(r: PreprocessReport) -> float:
 def _io_wait(r: PreprocessReport, where: str) -> list[Suggestion]:
     if r.cpu_share is None or r.cpu_share >= IO_MAX_CPU_SHARE or not r.getitem:
         return []
-    return [Suggestion("io_wait", where,
-                       f"only {r.cpu_share:.0%} of __getitem__ wall time is CPU; the rest waits (disk, network, sleep)",
-                       "waiting work overlaps well: try more workers than cores, and check the storage with "
-                       "`supplyline disk`")]
+    return [
+        Suggestion(
+            "io_wait",
+            where,
+            f"only {r.cpu_share:.0%} of __getitem__ wall time is CPU; the rest waits (disk, network, sleep)",
+            "waiting work overlaps well: try more workers than cores, and check the storage with `supplyline disk`",
+        )
+    ]
 
 
 def _transfer(r: PreprocessReport, where: str) -> list[Suggestion]:
@@ -181,11 +219,16 @@ def _transfer(r: PreprocessReport, where: str) -> list[Suggestion]:
     if share < TRANSFER_MIN_SHARE:
         return []
     size = human_bytes(r.transfer.tensor_bytes or r.transfer.pickled_bytes)
-    return [Suggestion("transfer", where,
-                       f"handing a {size} batch from a worker to the trainer takes {r.transfer.transfer_ms_per_batch:.2f} "
-                       f"ms, {share:.0%} of producing it",
-                       "send smaller batches across: uint8 instead of float32 (normalize on the GPU), "
-                       "no duplicate copies of the same data in the sample")]
+    return [
+        Suggestion(
+            "transfer",
+            where,
+            f"handing a {size} batch from a worker to the trainer takes {r.transfer.transfer_ms_per_batch:.2f} "
+            f"ms, {share:.0%} of producing it",
+            "send smaller batches across: uint8 instead of float32 (normalize on the GPU), "
+            "no duplicate copies of the same data in the sample",
+        )
+    ]
 
 
 def _outliers(r: PreprocessReport, where: str) -> list[Suggestion]:
@@ -193,6 +236,12 @@ def _outliers(r: PreprocessReport, where: str) -> list[Suggestion]:
     if not d or d.count < 10 or d.median_ms <= 0 or d.max_ms < 10 * d.median_ms:
         return []
     slow = ", ".join(f"{i} ({ms:.1f} ms)" for i, ms in d.slowest[:3])
-    return [Suggestion("outliers", where, f"slowest samples {slow} vs median {d.median_ms:.2f} ms",
-                       "look at these indices: oversized files, a first-call lazy initialization, or a slow "
-                       "path in the code; a worker stuck on one delays its whole batch")]
+    return [
+        Suggestion(
+            "outliers",
+            where,
+            f"slowest samples {slow} vs median {d.median_ms:.2f} ms",
+            "look at these indices: oversized files, a first-call lazy initialization, or a slow "
+            "path in the code; a worker stuck on one delays its whole batch",
+        )
+    ]

@@ -2,12 +2,14 @@
 
 Results fill a caller-owned object as they arrive, so Ctrl-C part-way keeps every sample measured.
 """
+
 from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from supplyline.experiments.preprocess import schedclock
 from supplyline.experiments.preprocess.chain import InstalledChain, same_value
@@ -22,10 +24,10 @@ class SampleTimes:
 
     indices: list[int] = field(default_factory=list)
     wall_ms: list[float] = field(default_factory=list)
-    own_ms: list[float] = field(default_factory=list)    # wall minus time waiting for a CPU (busy machine)
+    own_ms: list[float] = field(default_factory=list)  # wall minus time waiting for a CPU (busy machine)
     cpu_ms: list[float] = field(default_factory=list)
     errors: list[SampleError] = field(default_factory=list)
-    kept: list[Any] = field(default_factory=list)   # loaded samples, for the collate and transfer runs
+    kept: list[Any] = field(default_factory=list)  # loaded samples, for the collate and transfer runs
 
     def distribution(self) -> Distribution:
         return Distribution.of(self.wall_ms, self.indices)
@@ -56,8 +58,14 @@ def _raise_site(exc: BaseException) -> Location | None:
     return Location(file=last.filename, line=last.lineno or 0, function=last.name)
 
 
-def time_samples(dataset: Any, indices: list[int], out: SampleTimes, keep: int,
-                 chain: InstalledChain | None = None, progress: Progress | None = None) -> None:
+def time_samples(
+    dataset: Any,
+    indices: list[int],
+    out: SampleTimes,
+    keep: int,
+    chain: InstalledChain | None = None,
+    progress: Progress | None = None,
+) -> None:
     """Call ``dataset[i]`` for each index, recording wall and thread-CPU time; errors are kept, not raised."""
     recorder = chain.recorder if chain else None
     for index in indices:
@@ -69,8 +77,14 @@ def time_samples(dataset: Any, indices: list[int], out: SampleTimes, keep: int,
         try:
             sample = dataset[index]
         except Exception as exc:
-            out.errors.append(SampleError(index=index, error=f"{type(exc).__name__}: {exc}",
-                                          traceback=_short_traceback(exc), location=_raise_site(exc)))
+            out.errors.append(
+                SampleError(
+                    index=index,
+                    error=f"{type(exc).__name__}: {exc}",
+                    traceback=_short_traceback(exc),
+                    location=_raise_site(exc),
+                )
+            )
         else:
             elapsed_ms = (time.perf_counter() - start) * 1e3
             out.cpu_ms.append((time.thread_time() - cpu0) * 1e3)
@@ -108,13 +122,14 @@ def check_determinism(dataset: Any, indices: list[int], chain: InstalledChain | 
             chain.recorder.checking = False
 
 
-def time_collate(samples: list[Any], batch_size: int, collate_fn: Callable[[list[Any]], Any],
-                 progress: Progress | None = None) -> tuple[Distribution, Any]:
+def time_collate(
+    samples: list[Any], batch_size: int, collate_fn: Callable[[list[Any]], Any], progress: Progress | None = None
+) -> tuple[Distribution, Any]:
     """Time ``collate_fn`` over consecutive batches of loaded samples; returns the first batch too."""
     times: list[float] = []
     first: Any = None
     for start in range(0, max(len(samples) - batch_size + 1, 1), batch_size):
-        chunk = samples[start:start + batch_size]
+        chunk = samples[start : start + batch_size]
         t0 = time.perf_counter()
         batch = collate_fn(chunk)
         times.append((time.perf_counter() - t0) * 1e3)

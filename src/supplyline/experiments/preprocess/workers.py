@@ -5,6 +5,7 @@ wrappers), so time a worker spends waiting for the next index does not drown the
 worker writes its stats when it exits, through ``multiprocessing.util.Finalize`` — which runs in
 fork- and spawn-started children alike, where ``atexit`` would not.
 """
+
 from __future__ import annotations
 
 import cProfile
@@ -15,7 +16,8 @@ import multiprocessing.util
 import os
 import tempfile
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from supplyline.experiments.preprocess import profiling
 from supplyline.experiments.preprocess.report import WorkerProfile, WorkersReport
@@ -75,18 +77,31 @@ class ProfiledCollate:
         return _profiled(self.collate_fn, batch)
 
 
-def profile_workers(dataset: Any, indices: list[int], workers: int, batch_size: int,
-                    collate_fn: Callable[[list[Any]], Any], start_method: str | None,
-                    user_init: Callable[[int], None] | None, merged_path: str | None,
-                    main_mean_ms: float | None) -> WorkersReport:
+def profile_workers(
+    dataset: Any,
+    indices: list[int],
+    workers: int,
+    batch_size: int,
+    collate_fn: Callable[[list[Any]], Any],
+    start_method: str | None,
+    user_init: Callable[[int], None] | None,
+    merged_path: str | None,
+    main_mean_ms: float | None,
+) -> WorkersReport:
     """Run the indices through a DataLoader with ``workers`` workers, each profiled; merge the profiles."""
     import torch.utils.data as tud
 
     with tempfile.TemporaryDirectory(prefix="supplyline-workers-") as out_dir:
-        loader = tud.DataLoader(ProfiledDataset(dataset), batch_size=batch_size, sampler=indices,
-                                num_workers=workers, collate_fn=ProfiledCollate(collate_fn),
-                                worker_init_fn=functools.partial(_init_worker, out_dir, user_init),
-                                multiprocessing_context=start_method, timeout=300)
+        loader = tud.DataLoader(
+            ProfiledDataset(dataset),
+            batch_size=batch_size,
+            sampler=indices,
+            num_workers=workers,
+            collate_fn=ProfiledCollate(collate_fn),
+            worker_init_fn=functools.partial(_init_worker, out_dir, user_init),
+            multiprocessing_context=start_method,
+            timeout=300,
+        )
         batches = 0
         iterator = iter(loader)
         try:
@@ -103,20 +118,30 @@ def profile_workers(dataset: Any, indices: list[int], workers: int, batch_size: 
     calls = sum(w.getitem_calls for w in per_worker)
     worker_mean = sum(w.getitem_mean_ms * w.getitem_calls for w in per_worker) / calls if calls else None
     ratio = worker_mean / main_mean_ms if worker_mean and main_mean_ms else None
-    return WorkersReport(workers=workers, start_method=start_method or _default_start_method(), batches=batches,
-                         per_worker=per_worker, merged_prof_path=merged_path if merged else None,
-                         top=profiling.top_functions(merged, calls, n=10), main_vs_worker_ratio=ratio)
+    return WorkersReport(
+        workers=workers,
+        start_method=start_method or _default_start_method(),
+        batches=batches,
+        per_worker=per_worker,
+        merged_prof_path=merged_path if merged else None,
+        top=profiling.top_functions(merged, calls, n=10),
+        main_vs_worker_ratio=ratio,
+    )
 
 
 def _summarize(prof_path: str) -> WorkerProfile:
-    with open(prof_path[:-len(".prof")] + ".json") as fh:
+    with open(prof_path[: -len(".prof")] + ".json") as fh:
         info = json.load(fh)
     stats = profiling.merge([prof_path])
     top = profiling.top_functions(stats, 1, n=1)
     times = info["times_ms"]
-    return WorkerProfile(worker_id=info["worker_id"], pid=info["pid"], getitem_calls=len(times),
-                         getitem_mean_ms=sum(times) / len(times) if times else 0.0,
-                         top_function=str(top[0].location) if top else "")
+    return WorkerProfile(
+        worker_id=info["worker_id"],
+        pid=info["pid"],
+        getitem_calls=len(times),
+        getitem_mean_ms=sum(times) / len(times) if times else 0.0,
+        top_function=str(top[0].location) if top else "",
+    )
 
 
 def _default_start_method() -> str:

@@ -3,6 +3,7 @@
 space (what varies) -> target (the user's dataset) -> model (a cheap probe, a saturating throughput
 model) -> search (where to measure) -> measure (one configuration, for real) -> report.
 """
+
 from __future__ import annotations
 
 from supplyline.experiments.tune.locate import tune_command_for

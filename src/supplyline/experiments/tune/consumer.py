@@ -1,9 +1,11 @@
 """What eats the batches: nothing, a synthetic per-batch cost, or the user's own function."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from supplyline.errors import UserError
 from supplyline.target import load_attr

@@ -1,5 +1,6 @@
 """Find an importable ``MODULE:ATTR`` for a live dataset object, so a finding can print the exact
 ``supplyline tune`` command (the doctor's dataloader finding uses this)."""
+
 from __future__ import annotations
 
 import ast
@@ -13,8 +14,23 @@ from typing import Any
 
 # Modules that never hold the user's dataset: skipping them keeps the scan short and avoids
 # pointing at library internals.
-_SKIP = ("supplyline", "torch", "torchvision", "numpy", "PIL", "rich", "psutil", "importlib",
-         "multiprocessing", "concurrent", "encodings", "collections", "typing", "builtins", "sys")
+_SKIP = (
+    "supplyline",
+    "torch",
+    "torchvision",
+    "numpy",
+    "PIL",
+    "rich",
+    "psutil",
+    "importlib",
+    "multiprocessing",
+    "concurrent",
+    "encodings",
+    "collections",
+    "typing",
+    "builtins",
+    "sys",
+)
 
 
 def tune_command_for(dataset_obj: Any, batch_size: int | None = None) -> str | None:
@@ -67,8 +83,12 @@ def _rank(obj: Any, value: Any, module_name: str) -> int | None:
             return None
         if isinstance(value, type) and cls is value and _takes_no_parameters(value):
             return 1
-        if (inspect.isfunction(value) and value.__module__ == module_name and _takes_no_parameters(value)
-                and _returns(value, cls)):
+        if (
+            inspect.isfunction(value)
+            and value.__module__ == module_name
+            and _takes_no_parameters(value)
+            and _returns(value, cls)
+        ):
             return 2
     except Exception:  # odd objects (proxies, lazy modules) must not break the scan
         return None

@@ -1,11 +1,12 @@
 """Measure one DataLoader configuration for real: start-up, steady-state rate, restart, memory."""
+
 from __future__ import annotations
 
 import gc
 import math
 import statistics
-import warnings
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,27 +33,27 @@ class Measurement:
     """
 
     config: LoaderConfig
-    status: str = "ok"                       # ok | failed | stopped
+    status: str = "ok"  # ok | failed | stopped
     reason: str = ""
     samples_per_s: float = 0.0
     epoch_samples_per_s: float = 0.0
-    runs: list[float] = field(default_factory=list)        # samples_per_s of each run (repeats)
+    runs: list[float] = field(default_factory=list)  # samples_per_s of each run (repeats)
     epoch_runs: list[float] = field(default_factory=list)  # epoch_samples_per_s of each run
-    spread: float = 0.0                      # (max - min) / median of the slice rates: the noise
+    spread: float = 0.0  # (max - min) / median of the slice rates: the noise
     steady_batches: int = 0
-    main_cpu_per_batch_s: float = 0.0        # main thread's CPU per batch (receiving + the consumer)
+    main_cpu_per_batch_s: float = 0.0  # main thread's CPU per batch (receiving + the consumer)
     window_samples: int = 0
     window_s: float = 0.0
-    restarts_in_window: int = 0              # epochs that ended inside the window (small datasets)
+    restarts_in_window: int = 0  # epochs that ended inside the window (small datasets)
     time_to_first_batch_s: float | None = None
-    restart_s: float | None = None           # to the first batch of a new epoch, this config's way
-    workers_rss_bytes: int = 0               # peak total RSS of the workers (shared pages counted in each)
-    workers_pss_bytes: int = 0               # peak total PSS of the workers (shared pages split)
-    worker_rss_max_bytes: int = 0            # the largest single worker
+    restart_s: float | None = None  # to the first batch of a new epoch, this config's way
+    workers_rss_bytes: int = 0  # peak total RSS of the workers (shared pages counted in each)
+    workers_pss_bytes: int = 0  # peak total PSS of the workers (shared pages split)
+    worker_rss_max_bytes: int = 0  # the largest single worker
     main_rss_bytes: int = 0
-    measured_s: float = 0.0                  # wall time spent measuring
-    epoch_samples: int | None = None         # items per epoch
-    derived_from: str | None = None          # set when computed from another run, not run itself
+    measured_s: float = 0.0  # wall time spent measuring
+    epoch_samples: int | None = None  # items per epoch
+    derived_from: str | None = None  # set when computed from another run, not run itself
 
     @property
     def ok(self) -> bool:
@@ -71,7 +72,7 @@ class Measurement:
         self.epoch_samples_per_s = self.epoch_rate_with(self.restart_s)
         self.runs, self.epoch_runs = [self.samples_per_s], [self.epoch_samples_per_s]
 
-    def add_run(self, other: "Measurement") -> None:
+    def add_run(self, other: Measurement) -> None:
         """Fold a repeat of the same configuration in: rates become the medians of the runs."""
         if not other.ok:
             return
@@ -86,17 +87,28 @@ class Measurement:
         return self.epoch_samples_per_s if self.ok else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "label": self.config.label(), "status": self.status,
-                "reason": self.reason, "samples_per_s": round(self.samples_per_s, 2),
-                "epoch_samples_per_s": round(self.epoch_samples_per_s, 2),
-                "runs_samples_per_s": [round(r, 2) for r in self.runs], "spread": round(self.spread, 4),
-                "steady_batches": self.steady_batches,
-                "main_cpu_per_batch_s": round(self.main_cpu_per_batch_s, 6), "restarts_in_window": self.restarts_in_window,
-                "time_to_first_batch_s": _round(self.time_to_first_batch_s), "restart_s": _round(self.restart_s),
-                "workers_rss_bytes": self.workers_rss_bytes, "workers_pss_bytes": self.workers_pss_bytes,
-                "worker_rss_max_bytes": self.worker_rss_max_bytes, "main_rss_bytes": self.main_rss_bytes,
-                "total_memory_bytes": self.workers_pss_bytes + self.main_rss_bytes,
-                "measured_s": round(self.measured_s, 3), "derived_from": self.derived_from}
+        return {
+            "config": self.config.to_json(),
+            "label": self.config.label(),
+            "status": self.status,
+            "reason": self.reason,
+            "samples_per_s": round(self.samples_per_s, 2),
+            "epoch_samples_per_s": round(self.epoch_samples_per_s, 2),
+            "runs_samples_per_s": [round(r, 2) for r in self.runs],
+            "spread": round(self.spread, 4),
+            "steady_batches": self.steady_batches,
+            "main_cpu_per_batch_s": round(self.main_cpu_per_batch_s, 6),
+            "restarts_in_window": self.restarts_in_window,
+            "time_to_first_batch_s": _round(self.time_to_first_batch_s),
+            "restart_s": _round(self.restart_s),
+            "workers_rss_bytes": self.workers_rss_bytes,
+            "workers_pss_bytes": self.workers_pss_bytes,
+            "worker_rss_max_bytes": self.worker_rss_max_bytes,
+            "main_rss_bytes": self.main_rss_bytes,
+            "total_memory_bytes": self.workers_pss_bytes + self.main_rss_bytes,
+            "measured_s": round(self.measured_s, 3),
+            "derived_from": self.derived_from,
+        }
 
 
 def _round(x: float | None) -> float | None:
@@ -143,9 +155,15 @@ def _segment_rates(marks: list[tuple[float, int]], segments: int = 3) -> list[fl
     return [(done_by(hi) - done_by(lo)) / (hi - lo) for lo, hi in zip(edges, edges[1:])]
 
 
-def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer, window_s: float,
-                   max_memory_bytes: int | None = None, timeout_s: float = 120.0,
-                   min_steady_batches: int = 4) -> Measurement:
+def measure_config(
+    target: TuneTarget,
+    config: LoaderConfig,
+    consumer: Consumer,
+    window_s: float,
+    max_memory_bytes: int | None = None,
+    timeout_s: float = 120.0,
+    min_steady_batches: int = 4,
+) -> Measurement:
     """Run ``config`` for about ``window_s`` seconds of steady state and measure it.
 
     Warm-up (the worker start and the prefetch burst) is excluded: the steady window opens after
@@ -168,8 +186,16 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
         batch = next(iterator)
         result.time_to_first_batch_s = time.perf_counter() - started
         consumer(batch)
-        window = _run_window(loader, iterator, consumer, config, window_s, min_steady_batches, watch,
-                             per_batch_guess_s=result.time_to_first_batch_s)
+        window = _run_window(
+            loader,
+            iterator,
+            consumer,
+            config,
+            window_s,
+            min_steady_batches,
+            watch,
+            per_batch_guess_s=result.time_to_first_batch_s,
+        )
         iterator, marks, restarts = window.iterator, window.marks, window.restarts
         rates = _segment_rates(marks)
         if not rates or marks[-1][0] <= 0:
@@ -197,8 +223,10 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
             raise DatasetBroken(found) from exc
         if watch.exceeded_bytes is not None:
             result.status = "stopped"
-            result.reason = (f"workers' memory (PSS) {human_bytes(watch.exceeded_bytes)} exceeded --max-memory "
-                             f"{human_bytes(max_memory_bytes or 0)}")
+            result.reason = (
+                f"workers' memory (PSS) {human_bytes(watch.exceeded_bytes)} exceeded --max-memory "
+                f"{human_bytes(max_memory_bytes or 0)}"
+            )
         else:
             result.status = "failed"
             text = str(exc).strip().splitlines()
@@ -217,14 +245,22 @@ def measure_config(target: TuneTarget, config: LoaderConfig, consumer: Consumer,
 
 @dataclass
 class _Window:
-    iterator: Any                      # the live iterator (a new one after an epoch end)
-    marks: list[tuple[float, int]]     # (steady seconds, cumulative samples) after each batch
-    restarts: list[float]              # seconds to the first batch of each new epoch
-    main_cpu_s: float                  # main thread CPU seconds over the steady window
+    iterator: Any  # the live iterator (a new one after an epoch end)
+    marks: list[tuple[float, int]]  # (steady seconds, cumulative samples) after each batch
+    restarts: list[float]  # seconds to the first batch of each new epoch
+    main_cpu_s: float  # main thread CPU seconds over the steady window
 
 
-def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderConfig, window_s: float,
-                min_steady_batches: int, watch: WorkerMemoryWatch, per_batch_guess_s: float) -> _Window:
+def _run_window(
+    loader: Any,
+    iterator: Any,
+    consumer: Consumer,
+    config: LoaderConfig,
+    window_s: float,
+    min_steady_batches: int,
+    watch: WorkerMemoryWatch,
+    per_batch_guess_s: float,
+) -> _Window:
     """Consume batches through warm-up and the steady window; epoch ends restart the iterator (on
     the clock: workers keep filling their queues meanwhile, so stopping it would flatter them)."""
     warmup_batches = max(2, config.num_workers)
@@ -266,8 +302,14 @@ def _run_window(loader: Any, iterator: Any, consumer: Consumer, config: LoaderCo
     return _Window(iterator, marks, restarts, time.thread_time() - cpu_at if steady_at is not None else 0.0)
 
 
-def _restart_cost(loader: Any, iterator: Any, config: LoaderConfig, first_batch_s: float | None,
-                  batch_period_s: float, watch: WorkerMemoryWatch) -> float:
+def _restart_cost(
+    loader: Any,
+    iterator: Any,
+    config: LoaderConfig,
+    first_batch_s: float | None,
+    batch_period_s: float,
+    watch: WorkerMemoryWatch,
+) -> float:
     """Time to the first batch of a new epoch. Persistent workers are reset and timed for real;
     otherwise a new epoch starts workers afresh, which is what the first batch already timed.
 

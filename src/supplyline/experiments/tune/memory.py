@@ -1,4 +1,5 @@
 """Watch the memory of a DataLoader's worker processes, and stop them past a limit."""
+
 from __future__ import annotations
 
 import os

@@ -7,13 +7,15 @@ Loader throughput with ``w`` workers saturates at whichever is smallest of
 A worker that mostly waits on storage uses little CPU, so its cores bound is far above the cores
 count times the per-worker rate: that is why the model sends I/O-bound datasets past the cores.
 """
+
 from __future__ import annotations
 
 import contextlib
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from supplyline.errors import UserError
 from supplyline.experiments.tune.consumer import Consumer, measure_consumer
@@ -24,10 +26,10 @@ from supplyline.experiments.tune.target import TuneTarget, item_error_in
 @dataclass
 class ThroughputModel:
     batch_size: int
-    batch_wall_s: float        # one batch made in one process (fetch + collate)
-    batch_cpu_s: float         # CPU seconds that batch took
-    consumer_wall_s: float     # the consumer alone, per batch
-    consumer_cpu_s: float      # CPU the consumer burns in the main process, per batch
+    batch_wall_s: float  # one batch made in one process (fetch + collate)
+    batch_cpu_s: float  # CPU seconds that batch took
+    consumer_wall_s: float  # the consumer alone, per batch
+    consumer_cpu_s: float  # CPU the consumer burns in the main process, per batch
     cores: int
 
     def consumer_rate(self) -> float:
@@ -50,10 +52,16 @@ class ThroughputModel:
         return next(w for w in ladder if self.predict(w) >= reach * best)
 
     def to_json(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size, "batch_wall_s": self.batch_wall_s,
-                "batch_cpu_s": self.batch_cpu_s, "consumer_wall_s": self.consumer_wall_s,
-                "consumer_cpu_s": self.consumer_cpu_s, "cores": self.cores,
-                "consumer_rate": _finite(self.consumer_rate()), "cores_bound": _finite(self.cores_bound())}
+        return {
+            "batch_size": self.batch_size,
+            "batch_wall_s": self.batch_wall_s,
+            "batch_cpu_s": self.batch_cpu_s,
+            "consumer_wall_s": self.consumer_wall_s,
+            "consumer_cpu_s": self.consumer_cpu_s,
+            "cores": self.cores,
+            "consumer_rate": _finite(self.consumer_rate()),
+            "cores_bound": _finite(self.cores_bound()),
+        }
 
 
 def _finite(x: float) -> float | None:
@@ -73,8 +81,9 @@ def _one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def probe(target: TuneTarget, consumer: Consumer, batch_size: int, cores: int,
-          max_batches: int = 6, max_s: float = 1.5) -> ThroughputModel:
+def probe(
+    target: TuneTarget, consumer: Consumer, batch_size: int, cores: int, max_batches: int = 6, max_s: float = 1.5
+) -> ThroughputModel:
     """Load a few batches in this process (which also checks the dataset) and time the consumer."""
     loader = target.make_loader(LoaderConfig(batch_size=batch_size))
     walls: list[float] = []
@@ -99,8 +108,14 @@ def probe(target: TuneTarget, consumer: Consumer, batch_size: int, cores: int,
     # The first batch pays one-off costs (opening files, imports): use the rest when there is a rest.
     steady_w = walls[1:] or walls
     steady_c = cpus[1:] or cpus
-    return ThroughputModel(batch_size=batch_size, batch_wall_s=_median(steady_w), batch_cpu_s=_median(steady_c),
-                           consumer_wall_s=cost.wall_s, consumer_cpu_s=cost.cpu_s, cores=cores)
+    return ThroughputModel(
+        batch_size=batch_size,
+        batch_wall_s=_median(steady_w),
+        batch_cpu_s=_median(steady_c),
+        consumer_wall_s=cost.wall_s,
+        consumer_cpu_s=cost.cpu_s,
+        cores=cores,
+    )
 
 
 def dataset_error(target: TuneTarget, exc: BaseException) -> UserError:

@@ -1,19 +1,25 @@
 """Glue: from a target, a consumer and a budget to a SearchResult, with the checks that make a
 too-small budget or a broken dataset one clear line instead of a half-run."""
+
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from supplyline.errors import UserError
 from supplyline.experiments.tune.consumer import Consumer
 from supplyline.experiments.tune.measure import DatasetBroken, Measurement, measure_config
 from supplyline.experiments.tune.model import ThroughputModel, probe
 from supplyline.experiments.tune.search import ProgressFn, Search, SearchPlan, SearchResult
-from supplyline.experiments.tune.space import (PREFETCH_LADDER, LoaderConfig, default_start_method, usable_cores,
-                                               worker_ladder)
+from supplyline.experiments.tune.space import (
+    PREFETCH_LADDER,
+    LoaderConfig,
+    default_start_method,
+    usable_cores,
+    worker_ladder,
+)
 from supplyline.experiments.tune.target import TuneTarget
 from supplyline.units import human_duration
 
@@ -32,7 +38,7 @@ class TuneOptions:
     max_workers: int | None = None
     cuda: bool = False
     prefetch_ladder: tuple[int, ...] = PREFETCH_LADDER
-    window_s: float | None = None          # steady seconds per configuration; None: from the budget
+    window_s: float | None = None  # steady seconds per configuration; None: from the budget
 
 
 def cuda_available() -> bool:
@@ -64,9 +70,13 @@ def minimum_window(model: ThroughputModel) -> float:
     return max(0.2, (MIN_STEADY_BATCHES + 2) * per_batch)
 
 
-def tune(target: TuneTarget, consumer: Consumer, options: TuneOptions,
-         on_progress: ProgressFn | None = None,
-         clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+def tune(
+    target: TuneTarget,
+    consumer: Consumer,
+    options: TuneOptions,
+    on_progress: ProgressFn | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
     cores = usable_cores()
     started = clock()
     models: dict[int, ThroughputModel] = {}
@@ -82,20 +92,35 @@ def tune(target: TuneTarget, consumer: Consumer, options: TuneOptions,
     # Three configurations at least: the baseline, the model's knee, one neighbour.
     need = (clock() - started) + 3 * (need_window * 1.5 + 0.3)
     if options.budget_s < need:
-        raise UserError(f"--budget {options.budget_s:g}s is too small to measure anything here: one batch "
-                        f"takes {human_duration(first.batch_wall_s + first.consumer_wall_s)}, so three "
-                        f"configurations need about {need:.0f}s; give --budget {max(need * 2, 10):.0f} or more")
+        raise UserError(
+            f"--budget {options.budget_s:g}s is too small to measure anything here: one batch "
+            f"takes {human_duration(first.batch_wall_s + first.consumer_wall_s)}, so three "
+            f"configurations need about {need:.0f}s; give --budget {max(need * 2, 10):.0f} or more"
+        )
     window = max(need_window, options.window_s or window_for(left, len(options.batch_sizes)))
     ladder = worker_ladder(cores, options.max_workers)
     timeout = max(60.0, 50 * (first.batch_wall_s + first.consumer_wall_s))
 
     def measure(config: LoaderConfig, window_s: float) -> Measurement:
-        return measure_config(target, config, consumer, window_s, options.max_memory_bytes,
-                              timeout_s=timeout, min_steady_batches=MIN_STEADY_BATCHES)
+        return measure_config(
+            target,
+            config,
+            consumer,
+            window_s,
+            options.max_memory_bytes,
+            timeout_s=timeout,
+            min_steady_batches=MIN_STEADY_BATCHES,
+        )
 
-    plan = SearchPlan(batch_sizes=options.batch_sizes, ladder=ladder, budget_s=options.budget_s - (clock() - started),
-                      window_s=window, prefetch_ladder=options.prefetch_ladder, try_pin_memory=options.cuda,
-                      start_methods=alternative_start_methods())
+    plan = SearchPlan(
+        batch_sizes=options.batch_sizes,
+        ladder=ladder,
+        budget_s=options.budget_s - (clock() - started),
+        window_s=window,
+        prefetch_ladder=options.prefetch_ladder,
+        try_pin_memory=options.cuda,
+        start_methods=alternative_start_methods(),
+    )
     try:
         return Search(plan, measure, model_for, target.baseline, clock=clock, on_progress=on_progress).run()
     except DatasetBroken as exc:

@@ -11,12 +11,13 @@ independent dimensions.
 5. pin_memory (only with CUDA) and other start methods are tried at the best configuration only.
 The measuring function and the clock are injected, so the logic is tested on a fake model.
 """
+
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from supplyline.experiments.tune.measure import Measurement
 from supplyline.experiments.tune.model import ThroughputModel
@@ -29,14 +30,14 @@ ProgressFn = Callable[[str, float], None]
 @dataclass
 class SearchPlan:
     batch_sizes: list[int]
-    ladder: list[int]                       # worker counts the search may try
+    ladder: list[int]  # worker counts the search may try
     budget_s: float
-    window_s: float                         # steady-state seconds per configuration
+    window_s: float  # steady-state seconds per configuration
     prefetch_ladder: tuple[int, ...] = PREFETCH_LADDER
-    try_pin_memory: bool = False            # only where a CUDA device exists
+    try_pin_memory: bool = False  # only where a CUDA device exists
     start_methods: list[str] = field(default_factory=list)  # alternatives to the default
-    tie: float = 0.02                       # within this, prefer fewer workers / less prefetch
-    finalist_band: float = 0.05             # configs this close to the best get a repeat
+    tie: float = 0.02  # within this, prefer fewer workers / less prefetch
+    finalist_band: float = 0.05  # configs this close to the best get a repeat
     max_finalists: int = 3
 
 
@@ -52,9 +53,15 @@ class SearchResult:
 
 
 class Search:
-    def __init__(self, plan: SearchPlan, measure: MeasureFn, model_for: Callable[[int], ThroughputModel],
-                 baseline: LoaderConfig, clock: Callable[[], float] = time.perf_counter,
-                 on_progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self,
+        plan: SearchPlan,
+        measure: MeasureFn,
+        model_for: Callable[[int], ThroughputModel],
+        baseline: LoaderConfig,
+        clock: Callable[[], float] = time.perf_counter,
+        on_progress: ProgressFn | None = None,
+    ) -> None:
         self.plan = plan
         self._measure = measure
         self._model_for = model_for
@@ -71,8 +78,9 @@ class Search:
         return self._clock() - self._start
 
     def _affordable(self) -> bool:
-        typical = max((m.measured_s for m in self._results.values() if m.derived_from is None),
-                      default=self.plan.window_s * 1.4)
+        typical = max(
+            (m.measured_s for m in self._results.values() if m.derived_from is None), default=self.plan.window_s * 1.4
+        )
         return self.elapsed() + typical <= self.plan.budget_s
 
     def _run(self, config: LoaderConfig, required: bool = False) -> Measurement | None:
@@ -123,8 +131,15 @@ class Search:
             return None
         top = max(m.score() for m in pool)
         close = [m for m in pool if m.score() >= (1 - self.plan.tie) * top]
-        return min(close, key=lambda m: (m.config.num_workers, m.config.prefetch_factor or 0,
-                                         not m.config.persistent_workers, -m.score()))
+        return min(
+            close,
+            key=lambda m: (
+                m.config.num_workers,
+                m.config.prefetch_factor or 0,
+                not m.config.persistent_workers,
+                -m.score(),
+            ),
+        )
 
     # -- the stages --------------------------------------------------------------------------
     def run(self) -> SearchResult:
@@ -141,11 +156,18 @@ class Search:
         except KeyboardInterrupt:
             interrupted = True  # keep what was measured
         if baseline is None:
-            baseline = Measurement(config=self._baseline_config, status="failed",
-                                   reason="interrupted before it was measured")
-        return SearchResult(baseline=baseline, recommended=self.best(), measurements=list(self._results.values()),
-                            models=dict(self._models), elapsed_s=self.elapsed(), interrupted=interrupted,
-                            skipped_for_budget=self._skipped)
+            baseline = Measurement(
+                config=self._baseline_config, status="failed", reason="interrupted before it was measured"
+            )
+        return SearchResult(
+            baseline=baseline,
+            recommended=self.best(),
+            measurements=list(self._results.values()),
+            models=dict(self._models),
+            elapsed_s=self.elapsed(),
+            interrupted=interrupted,
+            skipped_for_budget=self._skipped,
+        )
 
     def _climb_workers(self, batch_size: int) -> None:
         ladder = self.plan.ladder
@@ -169,8 +191,9 @@ class Search:
         if not ok:
             return
         top = max(m.score() for m in ok)
-        finalists = sorted((m for m in ok if m.score() >= (1 - self.plan.finalist_band) * top),
-                           key=lambda m: -m.score())[: self.plan.max_finalists]
+        finalists = sorted(
+            (m for m in ok if m.score() >= (1 - self.plan.finalist_band) * top), key=lambda m: -m.score()
+        )[: self.plan.max_finalists]
         if len(finalists) < 2:
             return  # a clear winner: a repeat would not change the pick
         for m in finalists:

@@ -1,4 +1,5 @@
 """The search space: one DataLoader configuration, and the ladders of values the tuner may try."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -18,7 +19,7 @@ class LoaderConfig:
     pin_memory: bool = False
     start_method: str | None = None
 
-    def normalized(self) -> "LoaderConfig":
+    def normalized(self) -> LoaderConfig:
         """With no workers, prefetch/persistence/start method do not exist: drop them so equal
         loaders compare equal (PyTorch rejects prefetch_factor without workers)."""
         if self.num_workers == 0:
@@ -29,8 +30,7 @@ class LoaderConfig:
 
     def loader_kwargs(self) -> dict[str, Any]:
         c = self.normalized()
-        kwargs: dict[str, Any] = {"batch_size": c.batch_size, "num_workers": c.num_workers,
-                                  "pin_memory": c.pin_memory}
+        kwargs: dict[str, Any] = {"batch_size": c.batch_size, "num_workers": c.num_workers, "pin_memory": c.pin_memory}
         if c.num_workers > 0:
             kwargs.update(prefetch_factor=c.prefetch_factor, persistent_workers=c.persistent_workers)
             if c.start_method:

@@ -1,10 +1,12 @@
 """What is being tuned: the user's dataset (and, when they gave a DataLoader, its collate_fn,
 sampler and settings, which become the baseline)."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from supplyline.errors import UserError
 from supplyline.experiments.tune.space import LoaderConfig
@@ -65,7 +67,7 @@ class TuneTarget:
     spec: str
     dataset: Any
     baseline: LoaderConfig
-    length: int | None                      # items per epoch (None: an IterableDataset without len)
+    length: int | None  # items per epoch (None: an IterableDataset without len)
     loader_kwargs: dict[str, Any] = field(default_factory=dict)  # collate_fn, sampler, drop_last, ...
     from_loader: bool = False
 
@@ -98,8 +100,10 @@ def resolve_target(spec: str, batch_size: int | None) -> TuneTarget:
         return _from_loader(spec, obj, batch_size)
     if _is_dataset(obj):
         return _from_dataset(spec, obj, batch_size or 64, {}, from_loader=False)
-    raise UserError(f"{spec} is a {type(obj).__name__}, not a Dataset, a DataLoader, or a callable "
-                    "returning one (a Dataset needs __getitem__ and __len__, or __iter__)")
+    raise UserError(
+        f"{spec} is a {type(obj).__name__}, not a Dataset, a DataLoader, or a callable "
+        "returning one (a Dataset needs __getitem__ and __len__, or __iter__)"
+    )
 
 
 def target_for_dataset(name: str, dataset: Any, batch_size: int) -> TuneTarget:
@@ -128,8 +132,7 @@ def _from_loader(spec: str, loader: Any, batch_size: int | None) -> TuneTarget:
     from torch.utils.data import RandomSampler, SequentialSampler
 
     if loader.batch_size is None:
-        raise UserError(f"{spec} uses a custom batch_sampler; pass its dataset instead so batch size "
-                        "can be set")
+        raise UserError(f"{spec} uses a custom batch_sampler; pass its dataset instead so batch size can be set")
     kept: dict[str, Any] = {"drop_last": loader.drop_last}
     if loader.collate_fn is not None and not _is_default_collate(loader.collate_fn):
         kept["collate_fn"] = loader.collate_fn
@@ -142,10 +145,13 @@ def _from_loader(spec: str, loader: Any, batch_size: int | None) -> TuneTarget:
     target = _from_dataset(spec, loader.dataset, batch_size or loader.batch_size, kept, from_loader=True)
     ctx = loader.multiprocessing_context
     target.baseline = LoaderConfig(
-        batch_size=target.baseline.batch_size, num_workers=loader.num_workers,
-        prefetch_factor=loader.prefetch_factor, persistent_workers=loader.persistent_workers,
+        batch_size=target.baseline.batch_size,
+        num_workers=loader.num_workers,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
         pin_memory=bool(loader.pin_memory),
-        start_method=ctx.get_start_method() if ctx is not None else None).normalized()
+        start_method=ctx.get_start_method() if ctx is not None else None,
+    ).normalized()
     return target
 
 
@@ -156,8 +162,7 @@ def _is_default_collate(fn: Callable[..., Any]) -> bool:
     return fn is default_collate or fn is default_convert
 
 
-def _from_dataset(spec: str, dataset: Any, batch_size: int, kept: dict[str, Any],
-                  from_loader: bool) -> TuneTarget:
+def _from_dataset(spec: str, dataset: Any, batch_size: int, kept: dict[str, Any], from_loader: bool) -> TuneTarget:
     from torch.utils.data import IterableDataset
 
     if batch_size < 1:
@@ -178,7 +183,14 @@ def _from_dataset(spec: str, dataset: Any, batch_size: int, kept: dict[str, Any]
     if length == 0:
         raise UserError(f"{spec} is empty (len() is 0): there is nothing to load")
     if length is not None and kept.get("drop_last") and length < batch_size:
-        raise UserError(f"{spec} has {length} items, fewer than one batch of {batch_size} with "
-                        "drop_last=True; lower --batch-size")
-    return TuneTarget(spec=spec, dataset=wrapped, baseline=LoaderConfig(batch_size=batch_size),
-                      length=length, loader_kwargs=kept, from_loader=from_loader)
+        raise UserError(
+            f"{spec} has {length} items, fewer than one batch of {batch_size} with drop_last=True; lower --batch-size"
+        )
+    return TuneTarget(
+        spec=spec,
+        dataset=wrapped,
+        baseline=LoaderConfig(batch_size=batch_size),
+        length=length,
+        loader_kwargs=kept,
+        from_loader=from_loader,
+    )

@@ -1,18 +1,20 @@
 """Host-to-device copies of the dataset's real batches: pageable vs pinned, blocking vs
 non_blocking, in GB/s, set against the consumer's time per batch (seed §3)."""
+
 from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 NO_CUDA = "transfer: not available (no CUDA device on this machine); host-to-device copies not measured"
 
 
 @dataclass
 class TransferResult:
-    mode: str              # pageable/blocking, pinned/blocking, pinned/non_blocking
+    mode: str  # pageable/blocking, pinned/blocking, pinned/non_blocking
     bytes_per_batch: int
     seconds_per_batch: float
 
@@ -21,8 +23,12 @@ class TransferResult:
         return self.bytes_per_batch / self.seconds_per_batch / 1e9 if self.seconds_per_batch else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "bytes_per_batch": self.bytes_per_batch,
-                "ms_per_batch": round(self.seconds_per_batch * 1e3, 4), "gb_per_s": round(self.gb_per_s, 3)}
+        return {
+            "mode": self.mode,
+            "bytes_per_batch": self.bytes_per_batch,
+            "ms_per_batch": round(self.seconds_per_batch * 1e3, 4),
+            "gb_per_s": round(self.gb_per_s, 3),
+        }
 
 
 def tensors_of(batch: Any) -> list[Any]:
@@ -62,9 +68,11 @@ def measure_transfer(batches: list[Any], repeats: int = 5) -> list[TransferResul
         return statistics.median(times)
 
     timed(host, False)  # first copies pay context and allocator set-up
-    return [TransferResult("pageable/blocking", size, timed(host, False)),
-            TransferResult("pinned/blocking", size, timed(pinned, False)),
-            TransferResult("pinned/non_blocking", size, timed(pinned, True))]
+    return [
+        TransferResult("pageable/blocking", size, timed(host, False)),
+        TransferResult("pinned/blocking", size, timed(pinned, False)),
+        TransferResult("pinned/non_blocking", size, timed(pinned, True)),
+    ]
 
 
 def transfer_lines(results: list[TransferResult], consumer_s: float) -> list[str]:
@@ -74,13 +82,21 @@ def transfer_lines(results: list[TransferResult], consumer_s: float) -> list[str
     best = min(results, key=lambda r: r.seconds_per_batch)
     if consumer_s > 0:
         share = best.seconds_per_batch / consumer_s
-        lines.append(f"transfer: the fastest copy is {share:.0%} of the consumer's {consumer_s * 1e3:.1f} ms per "
-                     "batch" + ("; with pin_memory=True and non_blocking=True it overlaps the step"
-                                if share < 1 else "; copies alone outlast the step: the link is the bottleneck"))
+        lines.append(
+            f"transfer: the fastest copy is {share:.0%} of the consumer's {consumer_s * 1e3:.1f} ms per "
+            "batch"
+            + (
+                "; with pin_memory=True and non_blocking=True it overlaps the step"
+                if share < 1
+                else "; copies alone outlast the step: the link is the bottleneck"
+            )
+        )
     return lines
 
 
-def run_transfer(make_batches: Callable[[], list[Any]], consumer_s: float, cuda: bool) -> tuple[list[str], list[dict[str, Any]]]:
+def run_transfer(
+    make_batches: Callable[[], list[Any]], consumer_s: float, cuda: bool
+) -> tuple[list[str], list[dict[str, Any]]]:
     if not cuda:
         return [NO_CUDA], []
     results = measure_transfer(make_batches())
