@@ -25,11 +25,11 @@ import numpy as np
 from torch.utils.data import DataLoader, Dataset
 
 from supplyline.datasets import ShardDataset
-from supplyline.experiments.disk.cache import evict_all
-from supplyline.experiments.files import walk
-from supplyline.experiments.pack.run import pack
-from supplyline.experiments.pack.samples import plan_samples
-from supplyline.experiments.sizes import parse_size
+from supplyline.storage.disk.cache import evict_all
+from supplyline.storage.files import walk
+from supplyline.storage.pack.run import pack
+from supplyline.storage.pack.samples import plan_samples
+from supplyline.units import parse_size
 
 
 class LooseFiles(Dataset):

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from supplyline.experiments.preprocess import chain as chain_mod
-from supplyline.experiments.preprocess import gil, lines, schedclock
+from supplyline.preprocess import chain as chain_mod
+from supplyline.preprocess import gil, lines, schedclock
 
 
 class Compose:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from supplyline.experiments.preprocess import profile_dataset
+from supplyline.preprocess import profile_dataset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from supplyline.errors import UserError
-from supplyline.experiments.preprocess import profile_dataset
+from supplyline.preprocess import profile_dataset
 
 
 def test_raising_index_is_reported_with_traceback_and_the_rest_measured(dsmod, quick):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from supplyline.experiments.preprocess.gil import GIL_RATIO, GIL_WAIT_SHARE, INCONCLUSIVE_BELOW
+from supplyline.preprocess.gil import GIL_RATIO, GIL_WAIT_SHARE, INCONCLUSIVE_BELOW
 
 
 @pytest.mark.slow

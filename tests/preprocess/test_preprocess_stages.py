@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from supplyline.errors import UserError
-from supplyline.experiments.preprocess.chain import churn
+from supplyline.preprocess.chain import churn
 
 
 def test_planted_slow_stage_ranks_first_with_its_true_share(dsmod, quick):

@@ -63,8 +63,8 @@ def pack_in_process(
     src: str, dst: str, fmt: str = "webdataset", shard_size: int = 1 << 20, seed: int | None = 0
 ) -> dict:
     """Pack without a child process (for setting up a test; the CLI is tested on its own)."""
-    from supplyline.experiments.pack.run import pack
-    from supplyline.experiments.pack.samples import plan_samples
+    from supplyline.storage.pack.run import pack
+    from supplyline.storage.pack.samples import plan_samples
 
     plan = plan_samples(src, "auto", seed)
     return pack(plan, dst, fmt, shard_size, False, seed, lambda n: None).manifest

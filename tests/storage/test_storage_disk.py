@@ -11,13 +11,13 @@ import time
 
 import pytest
 
-from supplyline.experiments.disk.cache import Residency
-from supplyline.experiments.disk.diagnose import DiskReport, Options
-from supplyline.experiments.disk.inventory import take_inventory
-from supplyline.experiments.disk.location import Location
-from supplyline.experiments.disk.measure import Cell
-from supplyline.experiments.disk.verdict import verdict
-from supplyline.experiments.files import walk
+from supplyline.storage.disk.cache import Residency
+from supplyline.storage.disk.diagnose import DiskReport, Options
+from supplyline.storage.disk.inventory import take_inventory
+from supplyline.storage.disk.location import Location
+from supplyline.storage.disk.measure import Cell
+from supplyline.storage.disk.verdict import verdict
+from supplyline.storage.files import walk
 
 
 def _dataset(root, files: int, size: int, large: int = 0) -> str:

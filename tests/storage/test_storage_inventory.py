@@ -7,11 +7,11 @@ import os
 import pytest
 
 from supplyline.errors import UserError
-from supplyline.experiments.disk.cache import evict, resident_bytes
-from supplyline.experiments.disk.inventory import take_inventory
-from supplyline.experiments.disk.location import locate
-from supplyline.experiments.files import walk
-from supplyline.experiments.sizes import parse_size
+from supplyline.storage.disk.cache import evict, resident_bytes
+from supplyline.storage.disk.inventory import take_inventory
+from supplyline.storage.disk.location import locate
+from supplyline.storage.files import walk
+from supplyline.units import parse_size
 
 
 def _write(path: str, size: int) -> None:

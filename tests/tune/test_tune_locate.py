@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from supplyline.experiments.tune import tune_command_for
-from supplyline.experiments.tune.locate import _importable_names
+from supplyline.tune import tune_command_for
+from supplyline.tune.locate import _importable_names
 
 
 def test_a_module_attribute_is_named(ds_import: Path) -> None:
@@ -58,7 +58,7 @@ def test_a_dataset_in_a_running_script_is_found(tmp_path: Path) -> None:
         import sys
         sys.path.insert(0, {str(src)!r})
         import torch
-        from supplyline.experiments.tune import tune_command_for
+        from supplyline.tune import tune_command_for
         class DS(torch.utils.data.Dataset):
             def __len__(self): return 4
             def __getitem__(self, i): return i

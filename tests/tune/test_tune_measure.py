@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from supplyline.errors import UserError
-from supplyline.experiments.tune.consumer import make_consumer
-from supplyline.experiments.tune.measure import DatasetBroken, Measurement, epoch_rate, measure_config
-from supplyline.experiments.tune.model import probe
-from supplyline.experiments.tune.space import LoaderConfig
-from supplyline.experiments.tune.target import resolve_target
+from supplyline.tune.consumer import make_consumer
+from supplyline.tune.measure import DatasetBroken, Measurement, epoch_rate, measure_config
+from supplyline.tune.model import probe
+from supplyline.tune.space import LoaderConfig
+from supplyline.tune.target import resolve_target
 
 NONE = make_consumer(None, None)
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from supplyline.experiments.tune.measure import Measurement
-from supplyline.experiments.tune.model import ThroughputModel
-from supplyline.experiments.tune.search import Search, SearchPlan
-from supplyline.experiments.tune.space import LoaderConfig, worker_ladder
+from supplyline.tune.measure import Measurement
+from supplyline.tune.model import ThroughputModel
+from supplyline.tune.search import Search, SearchPlan
+from supplyline.tune.space import LoaderConfig, worker_ladder
 
 CORES = 2
 LADDER = worker_ladder(CORES)  # [0, 1, 2, 3, 4, 5, 7, 9, 12, 16]

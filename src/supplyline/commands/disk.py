@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
-from supplyline.experiments.sizes import parse_size
+from supplyline.units import parse_size
 
 NAME = "disk"
 HELP = "diagnose a dataset's storage: inventory, device, cold/warm read rates, and a verdict"
@@ -59,7 +59,7 @@ def _thread_counts(text: str | None) -> list[int]:
 
 
 def _tests(text: str | None) -> tuple[str, ...]:
-    from supplyline.experiments.disk.diagnose import TESTS
+    from supplyline.storage.disk.diagnose import TESTS
 
     if text is None:
         return TESTS
@@ -71,9 +71,9 @@ def _tests(text: str | None) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.experiments.disk.diagnose import Options, measure, survey
-    from supplyline.experiments.disk.render import render_measurements, render_survey, render_verdict
-    from supplyline.experiments.disk.verdict import verdict
+    from supplyline.storage.disk.diagnose import Options, measure, survey
+    from supplyline.storage.disk.render import render_measurements, render_survey, render_verdict
+    from supplyline.storage.disk.verdict import verdict
 
     if args.seconds <= 0:
         raise UserError("--seconds must be more than 0")

@@ -9,7 +9,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from supplyline.experiments.sizes import parse_size
+from supplyline.units import parse_size
 
 NAME = "pack"
 HELP = "pack a directory of small files into webdataset shards or an LMDB (resumable, checksummed)"
@@ -51,10 +51,10 @@ def _progress(console: Console, unit: str) -> Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.experiments.files import describe_unreadable
-    from supplyline.experiments.pack.run import pack
-    from supplyline.experiments.pack.samples import plan_samples
-    from supplyline.experiments.pack.state import MANIFEST
+    from supplyline.storage.files import describe_unreadable
+    from supplyline.storage.pack.run import pack
+    from supplyline.storage.pack.samples import plan_samples
+    from supplyline.storage.pack.state import MANIFEST
     from supplyline.units import human_bytes
 
     err = Console(stderr=True, highlight=False)
@@ -96,14 +96,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _verify_only(dst: str, err: Console, out: Console) -> int:
-    from supplyline.experiments.pack.verify import load_manifest
+    from supplyline.storage.pack.verify import load_manifest
 
     _run_verify(dst, load_manifest(dst)["samples"], err, out)
     return 0
 
 
 def _run_verify(dst: str, total: int, err: Console, out: Console) -> None:
-    from supplyline.experiments.pack.verify import verify
+    from supplyline.storage.pack.verify import verify
 
     with _progress(err, "samples") as progress:
         task = progress.add_task("verifying", total=total)

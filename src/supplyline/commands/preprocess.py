@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from supplyline.experiments.preprocess import profile_dataset, resolve_target
-    from supplyline.render.preprocess import render
+    from supplyline.preprocess import profile_dataset, resolve_target
+    from supplyline.preprocess.render import render
     from supplyline.target import load_attr
 
     for flag, value, low in (

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.experiments.files import describe_unreadable
-    from supplyline.experiments.stage import cleanup, default_dst, stage
+    from supplyline.storage.files import describe_unreadable
+    from supplyline.storage.stage import cleanup, default_dst, stage
     from supplyline.units import human_bytes
 
     dst = args.dst or default_dst(args.src)

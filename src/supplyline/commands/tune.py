@@ -98,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from supplyline.atomic import atomic_write_json
-    from supplyline.experiments.tune.consumer import make_consumer
-    from supplyline.experiments.tune.report import print_report, to_json
-    from supplyline.experiments.tune.runner import TuneOptions, cuda_available, tune
-    from supplyline.experiments.tune.target import resolve_target
-    from supplyline.experiments.tune.transfer import run_transfer
+    from supplyline.tune.consumer import make_consumer
+    from supplyline.tune.report import print_report, to_json
+    from supplyline.tune.runner import TuneOptions, cuda_available, tune
+    from supplyline.tune.target import resolve_target
+    from supplyline.tune.transfer import run_transfer
 
     consumer = make_consumer(args.consumer_ms, args.consumer)
     target = resolve_target(args.target, args.batch_size)
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _batches(target: Any, result: Any, count: int = 3) -> list[Any]:
-    from supplyline.experiments.tune.space import LoaderConfig
+    from supplyline.tune.space import LoaderConfig
 
     size = result.recommended.config.batch_size if result.recommended else target.baseline.batch_size
     batches = []

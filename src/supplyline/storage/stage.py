@@ -1,0 +1,163 @@
+"""``supplyline stage``: copy a dataset to RAM (/dev/shm) so every epoch reads from memory.
+
+The seed's advice (§4) for datasets that fit: a RAM disk. Refuses when the copy would not fit with
+a margin (tmpfs pages are RAM the training job needs too), copies into a temporary folder while
+hashing, verifies the copy against those hashes, then renames it into place, so a DST that exists
+is always complete. A marker file records what was staged, for ``--cleanup`` and re-runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+from supplyline.atomic import atomic_write_json
+from supplyline.errors import UserError
+from supplyline.storage.disk.location import MEMORY_FS, locate
+from supplyline.storage.files import Walk, walk
+from supplyline.units import human_bytes
+
+MARKER = ".supplyline-stage.json"
+CHUNK = 1 << 20
+
+
+@dataclass
+class StageResult:
+    dst: str
+    files: int
+    bytes: int
+    skipped: list[tuple[str, str]]
+    already: bool = False
+
+
+def default_dst(src: str) -> str:
+    return os.path.join("/dev/shm", "supplyline", os.path.basename(os.path.abspath(src).rstrip("/")) or "dataset")
+
+
+def fingerprint(result: Walk) -> str:
+    h = hashlib.sha256()
+    for f in result.files:
+        st = os.stat(f.path)
+        h.update(f"{f.rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def _read_marker(dst: str) -> dict | None:
+    try:
+        with open(os.path.join(dst, MARKER), encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def check_fits(total: int, dst: str, margin: float) -> None:
+    """One clear refusal when ``total`` bytes plus ``margin`` will not fit at DST (or in RAM, for tmpfs)."""
+    parent = dst
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent) or "."
+    needed = int(total * (1 + margin))
+    free = shutil.disk_usage(parent).free
+    if needed > free:
+        raise UserError(
+            f"the dataset is {human_bytes(total)}; {parent} has {human_bytes(free)} free "
+            f"(needs {human_bytes(needed)} with a {margin:.0%} margin): not staged"
+        )
+    if locate(parent).fs_type in MEMORY_FS:
+        available = psutil.virtual_memory().available
+        if needed > available:
+            raise UserError(
+                f"the dataset is {human_bytes(total)} but only {human_bytes(available)} of RAM is "
+                f"available (needs {human_bytes(needed)} with a {margin:.0%} margin): not staged"
+            )
+
+
+def stage(src: str, dst: str, margin: float, force: bool, advance: Callable[[int], None]) -> StageResult:
+    result = walk(src)
+    if not os.path.isdir(result.root):
+        raise UserError(f"{src} is a file; SRC must be a dataset directory")
+    if not result.files:
+        raise UserError(f"{src} holds no readable files to stage")
+    dst = os.path.abspath(dst)
+    if dst == result.root or dst.startswith(result.root + "/"):
+        raise UserError(f"DST {dst} is inside SRC; choose a place outside it")
+    print_ = fingerprint(result)
+    if os.path.exists(dst):
+        marker = _read_marker(dst)
+        if marker and marker.get("source") == result.root and marker.get("fingerprint") == print_ and not force:
+            return StageResult(dst, marker["files"], marker["bytes"], [], already=True)
+        if marker is None:
+            raise UserError(f"{dst} exists and was not made by supplyline stage; choose another DST")
+        if not force:
+            raise UserError(f"{dst} holds an older or different staged copy; --force replaces it")
+    check_fits(result.total_bytes, dst, margin)
+    tmp = os.path.join(os.path.dirname(dst), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    try:
+        hashes = _copy(result, tmp, advance)
+        _verify(tmp, hashes)
+        atomic_write_json(
+            os.path.join(tmp, MARKER),
+            {"source": result.root, "fingerprint": print_, "files": len(hashes), "bytes": result.total_bytes},
+        )
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        os.replace(tmp, dst)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise UserError(f"cannot stage into {dst}: {exc.strerror or exc}; removed the partial copy") from exc
+        if isinstance(exc, KeyboardInterrupt):
+            raise UserError("interrupted; removed the partial copy", code=130) from None
+        raise
+    return StageResult(dst, len(hashes), result.total_bytes, result.unreadable)
+
+
+def _copy(result: Walk, tmp: str, advance: Callable[[int], None]) -> dict[str, str]:
+    """Copy every file, hashing what was read from the source; rel path -> sha256."""
+    os.makedirs(tmp)
+    hashes: dict[str, str] = {}
+    copied = 0
+    for f in result.files:
+        target = os.path.join(tmp, f.rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        h = hashlib.sha256()
+        with open(f.path, "rb") as src_fh, open(target, "wb") as dst_fh:
+            for block in iter(lambda: src_fh.read(CHUNK), b""):
+                h.update(block)
+                dst_fh.write(block)
+                copied += len(block)
+                advance(copied)
+        shutil.copystat(f.path, target)
+        hashes[f.rel] = h.hexdigest()
+    return hashes
+
+
+def _verify(tmp: str, hashes: dict[str, str]) -> None:
+    for rel, expected in hashes.items():
+        h = hashlib.sha256()
+        with open(os.path.join(tmp, rel), "rb") as fh:
+            for block in iter(lambda: fh.read(CHUNK), b""):
+                h.update(block)
+        if h.hexdigest() != expected:
+            raise UserError(f"verification failed: the copy of {rel} differs from the source; nothing staged")
+
+
+def cleanup(dst: str) -> bool:
+    """Remove a staged copy; False when there was nothing at DST. Refuses folders it did not make."""
+    if not os.path.exists(dst):
+        return False
+    if _read_marker(dst) is None:
+        raise UserError(f"{dst} was not made by supplyline stage; not removing it")
+    shutil.rmtree(dst)
+    parent = os.path.dirname(os.path.abspath(dst))
+    if os.path.basename(parent) == "supplyline":
+        try:
+            os.rmdir(parent)  # the default /dev/shm/supplyline/, once it holds nothing
+        except OSError:
+            pass
+    return True

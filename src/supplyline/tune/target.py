@@ -1,0 +1,196 @@
+"""What is being tuned: the user's dataset (and, when they gave a DataLoader, its collate_fn,
+sampler and settings, which become the baseline)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from supplyline.errors import UserError
+from supplyline.target import load_attr
+from supplyline.tune.space import LoaderConfig
+
+
+class DatasetItemError(Exception):
+    """An item of the user's dataset raised. The index is in the message so that it survives the
+    trip back from a DataLoader worker, which re-creates exceptions from their text."""
+
+    PATTERN = re.compile(r"dataset\[(\d+)\] raised ([^\n]*)")
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+def item_error_in(exc: BaseException) -> str | None:
+    """``dataset[17] raised ValueError: ...`` if ``exc`` (or its text) carries an item failure."""
+    match = DatasetItemError.PATTERN.search(str(exc))
+    return match.group(0) if match else None
+
+
+class IndexReportingDataset:
+    """Wraps a map-style dataset so that a failing item names its index.
+
+    Defined here, at module level, so that spawn-started workers can unpickle it.
+    """
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, index: int) -> Any:
+        try:
+            return self.dataset[index]
+        except Exception as exc:
+            raise DatasetItemError(f"dataset[{index}] raised {type(exc).__name__}: {exc}") from exc
+
+    def __getitems__(self, indices: list[int]) -> list[Any]:
+        # Keeps a user's batched fetch (PyTorch's fetcher calls __getitems__ when it exists).
+        batched = getattr(self.dataset, "__getitems__", None)
+        if not batched:
+            return [self[i] for i in indices]
+        try:
+            return list(batched(indices))
+        except Exception:
+            for i in indices:  # only on failure: find the item to name it
+                self[i]
+            raise
+
+
+@dataclass
+class TuneTarget:
+    """A dataset plus what the user's own DataLoader (if any) fixes."""
+
+    spec: str
+    dataset: Any
+    baseline: LoaderConfig
+    length: int | None  # items per epoch (None: an IterableDataset without len)
+    loader_kwargs: dict[str, Any] = field(default_factory=dict)  # collate_fn, sampler, drop_last, ...
+    from_loader: bool = False
+
+    def make_loader(self, config: LoaderConfig, timeout_s: float = 0.0) -> Any:
+        from torch.utils.data import DataLoader
+
+        kwargs = dict(self.loader_kwargs)
+        kwargs.update(config.loader_kwargs())
+        if config.num_workers > 0 and timeout_s > 0:
+            kwargs["timeout"] = timeout_s  # a hung worker becomes a failed configuration
+        return DataLoader(self.dataset, **kwargs)
+
+    def batches_per_epoch(self, batch_size: int) -> int | None:
+        if self.length is None:
+            return None
+        if self.loader_kwargs.get("drop_last"):
+            return self.length // batch_size
+        return -(-self.length // batch_size)
+
+
+def resolve_target(spec: str, batch_size: int | None) -> TuneTarget:
+    """Load ``MODULE:ATTR`` and make a TuneTarget, with one-line errors for anything unusable."""
+    obj = load_attr(spec)
+    if callable(obj) and not _is_dataset(obj) and not _is_loader(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise UserError(f"calling {spec}() failed: {type(exc).__name__}: {exc}") from exc
+    if _is_loader(obj):
+        return _from_loader(spec, obj, batch_size)
+    if _is_dataset(obj):
+        return _from_dataset(spec, obj, batch_size or 64, {}, from_loader=False)
+    raise UserError(
+        f"{spec} is a {type(obj).__name__}, not a Dataset, a DataLoader, or a callable "
+        "returning one (a Dataset needs __getitem__ and __len__, or __iter__)"
+    )
+
+
+def target_for_dataset(name: str, dataset: Any, batch_size: int) -> TuneTarget:
+    """A TuneTarget for a dataset object in hand (benchmarks, integrations), PyTorch defaults as
+    the baseline."""
+    return _from_dataset(name, dataset, batch_size, {}, from_loader=False)
+
+
+def _is_loader(obj: Any) -> bool:
+    from torch.utils.data import DataLoader
+
+    return isinstance(obj, DataLoader)
+
+
+def _is_dataset(obj: Any) -> bool:
+    if isinstance(obj, type):
+        return False
+    from torch.utils.data import IterableDataset
+
+    if isinstance(obj, IterableDataset):
+        return True
+    return hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
+
+
+def _from_loader(spec: str, loader: Any, batch_size: int | None) -> TuneTarget:
+    from torch.utils.data import RandomSampler, SequentialSampler
+
+    if loader.batch_size is None:
+        raise UserError(f"{spec} uses a custom batch_sampler; pass its dataset instead so batch size can be set")
+    kept: dict[str, Any] = {"drop_last": loader.drop_last}
+    if loader.collate_fn is not None and not _is_default_collate(loader.collate_fn):
+        kept["collate_fn"] = loader.collate_fn
+    if loader.worker_init_fn is not None:
+        kept["worker_init_fn"] = loader.worker_init_fn
+    if isinstance(loader.sampler, RandomSampler):
+        kept["shuffle"] = True  # a fresh RandomSampler per loader, as the user's code makes
+    elif not isinstance(loader.sampler, SequentialSampler):
+        kept["sampler"] = loader.sampler
+    target = _from_dataset(spec, loader.dataset, batch_size or loader.batch_size, kept, from_loader=True)
+    ctx = loader.multiprocessing_context
+    target.baseline = LoaderConfig(
+        batch_size=target.baseline.batch_size,
+        num_workers=loader.num_workers,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
+        pin_memory=bool(loader.pin_memory),
+        start_method=ctx.get_start_method() if ctx is not None else None,
+    ).normalized()
+    return target
+
+
+def _is_default_collate(fn: Callable[..., Any]) -> bool:
+    from torch.utils.data import default_collate
+    from torch.utils.data._utils.collate import default_convert
+
+    return fn is default_collate or fn is default_convert
+
+
+def _from_dataset(spec: str, dataset: Any, batch_size: int, kept: dict[str, Any], from_loader: bool) -> TuneTarget:
+    from torch.utils.data import IterableDataset
+
+    if batch_size < 1:
+        raise UserError(f"batch size must be at least 1, not {batch_size}")
+    length: int | None
+    if isinstance(dataset, IterableDataset):
+        try:
+            length = len(dataset)
+        except TypeError:
+            length = None
+        wrapped = dataset  # no indices to report; errors name the item count instead
+    else:
+        try:
+            length = len(dataset)
+        except Exception as exc:
+            raise UserError(f"len() of {spec} failed: {type(exc).__name__}: {exc}") from exc
+        wrapped = IndexReportingDataset(dataset)
+    if length == 0:
+        raise UserError(f"{spec} is empty (len() is 0): there is nothing to load")
+    if length is not None and kept.get("drop_last") and length < batch_size:
+        raise UserError(
+            f"{spec} has {length} items, fewer than one batch of {batch_size} with drop_last=True; lower --batch-size"
+        )
+    return TuneTarget(
+        spec=spec,
+        dataset=wrapped,
+        baseline=LoaderConfig(batch_size=batch_size),
+        length=length,
+        loader_kwargs=kept,
+        from_loader=from_loader,
+    )
