@@ -9,14 +9,25 @@ The schema is documented field by field in docs/report-schema.md.
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from supplyline import __version__
 from supplyline.atomic import atomic_write_json
+from supplyline.collect.events import (
+    GpuInfo,
+    LineSample,
+    LoaderInfo,
+    MonitorInfo,
+    SamplerInfo,
+    SaveEvent,
+    TransferStats,
+)
 from supplyline.errors import UserError
+from supplyline.typed import ShapeError, from_plain, to_plain
 
 SCHEMA_VERSION = 1
 
@@ -72,47 +83,55 @@ class RunRecord:
     target: TargetInfo
     host: HostInfo
     outcome: OutcomeInfo
+    # Columnar: one list per field (``duration_s``, ``<phase>_s``, ``whatif``…), one entry per step.
     steps: dict[str, list[float]]
     outside_steps_s: dict[str, float]
     train_loader_id: int | None
-    loaders: list[dict[str, Any]]
-    transfers: dict[str, Any]
-    saves: list[dict[str, Any]]
+    loaders: list[LoaderInfo]
+    transfers: TransferStats
+    saves: list[SaveEvent]
     logging_calls: int
-    line_samples: list[dict[str, Any]]
-    sampler: dict[str, Any]
+    line_samples: list[LineSample]
+    sampler: SamplerInfo
     whatif: WhatIfInfo
-    monitor: dict[str, Any]
-    gpu: dict[str, Any]
+    monitor: MonitorInfo
+    gpu: GpuInfo
     notes: list[str] = field(default_factory=list)
     # Under torchrun: rank, world size, node, job key and collective counters (None for one process).
     distributed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return to_plain(self)  # type: ignore[no-any-return]  # a dataclass always becomes a dict
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+    def from_dict(cls, data: Any) -> RunRecord:
+        """Build and validate a record from its JSON form; a wrong shape is one line naming the field."""
         if not isinstance(data, dict):
             raise UserError("not a supplyline run record (expected a JSON object)")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise UserError(
-                f"record schema version {version} is not supported (this supplyline reads {SCHEMA_VERSION})"
+                f"record schema version {version!r} is not supported: this supplyline reads version {SCHEMA_VERSION} "
+                "(written by supplyline 0.1 and later)"
             )
-        nested = {"target": TargetInfo, "host": HostInfo, "outcome": OutcomeInfo, "whatif": WhatIfInfo}
-        kwargs: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in data:
-                if f.default is not MISSING or f.default_factory is not MISSING:
-                    continue  # a field added later, with a default: older records still load
-                raise UserError(f"record is missing '{f.name}'")
-            value = data[f.name]
-            try:
-                kwargs[f.name] = nested[f.name](**value) if f.name in nested else value
-            except TypeError as exc:  # a hand-edited or foreign file: one line, not a traceback
-                raise UserError(f"record field '{f.name}' is malformed ({exc})") from exc
-        return cls(**kwargs)
+        try:
+            record = from_plain(cls, data)
+        except ShapeError as exc:
+            raise UserError(f"record field '{exc.path}' is malformed: {exc.message}") from exc
+        record.check_steps()
+        return record
+
+    def check_steps(self) -> None:
+        """The step columns must be the same length and finite: a CI gate must never pass on NaN."""
+        lengths = {len(v) for v in self.steps.values()}
+        if len(lengths) > 1:
+            raise UserError("record field 'steps' is malformed: its columns have different lengths")
+        for name, values in self.steps.items():
+            if not all(math.isfinite(v) for v in values):
+                raise UserError(f"record field 'steps.{name}' is malformed: it holds a non-finite number")
+        for name in ("duration_s", "start_s", "whatif"):
+            if lengths and lengths != {0} and name not in self.steps:
+                raise UserError(f"record field 'steps.{name}' is missing")
 
     def save(self, directory: str) -> str:
         path = os.path.join(directory, "record.json")
@@ -124,6 +143,10 @@ class RunRecord:
         """Indices of the steps that ran unchanged (not what-if replays)."""
         return [i for i, w in enumerate(self.steps.get("whatif", [])) if not w]
 
+    @property
+    def train_loader(self) -> LoaderInfo | None:
+        return next((loader for loader in self.loaders if loader.role == "train"), None)
+
 
 def load_record(path_or_dir: str) -> RunRecord:
     path = os.path.join(path_or_dir, "record.json") if os.path.isdir(path_or_dir) else path_or_dir
@@ -132,8 +155,16 @@ def load_record(path_or_dir: str) -> RunRecord:
             data = json.load(fh)
     except FileNotFoundError as exc:
         raise UserError(f"no run record at {path} (run `supplyline doctor` first)") from exc
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"cannot read run record {path}: {exc}") from exc
+    except IsADirectoryError as exc:
+        raise UserError(f"{path} is a directory without a record.json (run `supplyline doctor` first)") from exc
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not a supplyline run record (not UTF-8 text)") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(
+            f"{path} is not a supplyline run record (not valid JSON: {exc.msg} at line {exc.lineno})"
+        ) from exc
+    except OSError as exc:
+        raise UserError(f"cannot read run record {path}: {exc.strerror or exc}") from exc
     return RunRecord.from_dict(data)
 
 

@@ -10,6 +10,7 @@ import pytest
 from reports_browser import chromium, load
 from reports_helpers import XSS, with_monitor, without_monitor
 
+from supplyline.analyze.report import build_report
 from supplyline.record import RunRecord
 from supplyline.render.html import PLOTS, build_html
 
@@ -37,7 +38,7 @@ def _without_csp(page: str) -> str:
 
 
 def test_report_draws_every_plot_without_console_errors(tmp_path, monitored_record: RunRecord) -> None:
-    page = _write(tmp_path, "report.html", build_html(monitored_record))
+    page = _write(tmp_path, "report.html", build_html(build_report(monitored_record), monitored_record))
     got = load(page)
     assert got.console == [], got.console
     body = got.dom.find("body")[0]
@@ -57,7 +58,7 @@ def test_report_draws_every_plot_without_console_errors(tmp_path, monitored_reco
 def test_missing_monitor_and_gpu_degrade_to_notes(tmp_path, base_record: RunRecord) -> None:
     no_gpu = with_monitor(base_record, gpus=0, workers=0)
     for name, record in (("bare.html", without_monitor(base_record)), ("nogpu.html", no_gpu)):
-        got = load(_write(tmp_path, name, build_html(record)))
+        got = load(_write(tmp_path, name, build_html(build_report(record), record)))
         assert got.console == [], got.console
         assert got.dom.find("body")[0].attrs.get("data-rendered") == "ok"
         gpu = got.dom.find("figure", data_plot="gpu")[0]

@@ -104,7 +104,7 @@ def test_panel_shows_rate_phases_workers_disk_gpu(monitored_record: RunRecord) -
     clock = StepClock()
     for k, v in monitored_record.steps.items():
         clock.steps[k].extend(v)
-    sample = latest_sample(type("M", (), {"samples": monitored_record.monitor["samples"]})())
+    sample = latest_sample(type("M", (), {"samples": monitored_record.monitor.samples})())
     steps = recent_steps(clock, 10)
     assert len(steps["duration_s"]) == 10 and steps["count"] == [float(len(monitored_record.steps["whatif"]))]
     text = _text(panel("train.py", steps, sample, 12.5))

@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any
 
+from supplyline.analyze.breakdown import breakdown
 from supplyline.record import RunRecord
 from supplyline.render.trace import build_trace
 
@@ -77,7 +78,7 @@ def test_doctor_trace_is_valid(base_run: str, base_record: RunRecord) -> None:
 
 
 def test_trace_counters_and_named_workers(monitored_record: RunRecord) -> None:
-    got = validate(build_trace(monitored_record))
+    got = validate(build_trace(monitored_record, breakdown(monitored_record)))
     names = {c["name"] for c in got["counters"]}
     assert {
         "CPU busy (%)",
@@ -97,7 +98,7 @@ def test_trace_counters_and_named_workers(monitored_record: RunRecord) -> None:
 
 
 def test_validator_rejects_a_phase_outside_its_step(base_record: RunRecord) -> None:
-    trace = build_trace(base_record)
+    trace = build_trace(base_record, breakdown(base_record))
     phase = next(e for e in trace["traceEvents"] if e.get("cat") == "phase")
     phase["dur"] += 1e7
     try:

@@ -12,12 +12,24 @@ import linecache
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
 
+from supplyline import phases as P
+from supplyline.collect.events import LineSample
 from supplyline.record import RunRecord
 
-PHASE_ORDER = ("data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other")
 _IO_LINE = re.compile(r"\.write\(|\.flush\(|fsync\(|fdatasync\(|print\(|\.writelines\(|logging\.|logger\.")
+
+
+@dataclass
+class SourceLine:
+    """A line of code with its share of observed step time (from the stack sampler)."""
+
+    file: str
+    line: int
+    function: str
+    phase: str
+    code: str
+    share_of_step_time: float
 
 
 @dataclass
@@ -34,9 +46,13 @@ class Breakdown:
     phase_s: dict[str, float]
     phase_share: dict[str, float]
     per_step_phase_s: dict[str, list[float]]
-    top_lines: list[dict[str, Any]] = field(default_factory=list)
-    data_wait_lines: list[dict[str, Any]] = field(default_factory=list)
-    phase_lines: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    top_lines: list[SourceLine] = field(default_factory=list)
+    data_wait_lines: list[SourceLine] = field(default_factory=list)
+    phase_lines: dict[str, list[SourceLine]] = field(default_factory=dict)
+
+    @property
+    def phase_ms_per_step(self) -> dict[str, float]:
+        return {p: v / self.steps * 1e3 if self.steps else 0.0 for p, v in self.phase_s.items()}
 
 
 def source_line(file: str, line: int) -> str:
@@ -60,44 +76,41 @@ def observed_indices(record: RunRecord) -> tuple[list[int], int]:
 
 def unhooked_split(record: RunRecord) -> dict[str, float]:
     """Fractions of unhooked time that are compute, logging and other, from the stack samples."""
-    counts = {"compute": 0, "logging": 0, "other": 0}
+    counts = {P.COMPUTE: 0, P.LOGGING: 0, P.OTHER: 0}
     for s in record.line_samples:
-        if s["phase"] != "unhooked":
+        if s.phase != "unhooked":
             continue
-        counts[_classify(s)] += s["samples"]
+        counts[_classify(s)] += s.samples
     total = sum(counts.values())
     if total == 0:
-        return {"compute": 1.0, "logging": 0.0, "other": 0.0}
+        return {P.COMPUTE: 1.0, P.LOGGING: 0.0, P.OTHER: 0.0}
     return {k: v / total for k, v in counts.items()}
 
 
-def _classify(sample: dict[str, Any]) -> str:
-    if sample["category"] == "torch":
-        return "compute"
-    if _IO_LINE.search(source_line(sample["file"], sample["line"])):
-        return "logging"
-    return "other"
+def _classify(sample: LineSample) -> str:
+    if sample.category == "torch":
+        return P.COMPUTE
+    if _IO_LINE.search(source_line(sample.file, sample.line)):
+        return P.LOGGING
+    return P.OTHER
 
 
 def breakdown(record: RunRecord) -> Breakdown:
     idx, warm = observed_indices(record)
     st = record.steps
     split = unhooked_split(record)
-    per_step: dict[str, list[float]] = {p: [] for p in PHASE_ORDER}
+    per_step: dict[str, list[float]] = {p: [] for p in P.PHASE_ORDER}
     no_collectives = [0.0] * len(st["duration_s"])  # records written before the collective phase existed
-    collective = st.get("collective_s") or no_collectives
     for i in idx:
-        hooked = {p: st[f"{p}_s"][i] for p in ("data_wait", "transfer", "logging", "checkpoint")}
-        hooked["collective"] = collective[i]
-        compute_hooked = st["compute_hooked_s"][i]
-        rest = max(0.0, st["duration_s"][i] - sum(hooked.values()) - compute_hooked)
-        per_step["data_wait"].append(hooked["data_wait"])
-        per_step["transfer"].append(hooked["transfer"])
-        per_step["logging"].append(hooked["logging"] + rest * split["logging"])
-        per_step["checkpoint"].append(hooked["checkpoint"])
-        per_step["collective"].append(hooked["collective"])
-        per_step["compute"].append(compute_hooked + rest * split["compute"])
-        per_step["other"].append(rest * split["other"])
+        hooked = {p: st.get(f"{p}_s", no_collectives)[i] for p in P.CLOCK_PHASES}
+        rest = max(0.0, st["duration_s"][i] - sum(hooked.values()))
+        for phase in P.PHASES:
+            if phase.hooked:
+                per_step[phase.name].append(hooked[phase.name])
+        # The unhooked rest of the step is split by where the stack sampler found the thread.
+        per_step[P.LOGGING][-1] += rest * split[P.LOGGING]
+        per_step[P.COMPUTE].append(hooked[P.COMPUTE_HOOKED] + rest * split[P.COMPUTE])
+        per_step[P.OTHER].append(rest * split[P.OTHER])
     durations = [st["duration_s"][i] for i in idx]
     total = sum(durations)
     phase_s = {p: sum(v) for p, v in per_step.items()}
@@ -127,36 +140,23 @@ def breakdown(record: RunRecord) -> Breakdown:
 
 
 def train_batch_size(record: RunRecord) -> int | None:
-    for loader in record.loaders:
-        if loader["role"] == "train":
-            return loader["batch_size"]
-    return None
+    loader = record.train_loader
+    return loader.batch_size if loader else None
 
 
 def _attach_lines(record: RunRecord, b: Breakdown) -> None:
     """Top source lines per phase, each with its share of observed step time."""
-    in_steps = sum(s["samples"] for s in record.line_samples)
+    in_steps = sum(s.samples for s in record.line_samples)
     if in_steps == 0:
         return
-    by_phase: dict[str, list[dict[str, Any]]] = {}
+    by_phase: dict[str, list[SourceLine]] = {}
     for s in record.line_samples:
-        kind = _classify(s) if s["phase"] == "unhooked" else s["phase"]
-        entry = {
-            "file": s["file"],
-            "line": s["line"],
-            "function": s["function"],
-            "phase": kind,
-            "code": source_line(s["file"], s["line"]),
-            "share_of_step_time": s["samples"] / in_steps,
-        }
+        kind = _classify(s) if s.phase == "unhooked" else s.phase
+        entry = SourceLine(s.file, s.line, s.function, kind, source_line(s.file, s.line), s.samples / in_steps)
         by_phase.setdefault(kind, []).append(entry)
     for entries in by_phase.values():
-        entries.sort(key=lambda e: -e["share_of_step_time"])
+        entries.sort(key=lambda e: -e.share_of_step_time)
     b.phase_lines = {k: v[:5] for k, v in by_phase.items()}
-    b.top_lines = [
-        e
-        for e in sorted(
-            (e for k in ("other", "logging") for e in by_phase.get(k, [])), key=lambda e: -e["share_of_step_time"]
-        )
-    ][:8]
-    b.data_wait_lines = by_phase.get("data_wait", [])[:5]
+    own_code = (e for k in (P.OTHER, P.LOGGING) for e in by_phase.get(k, []))
+    b.top_lines = sorted(own_code, key=lambda e: -e.share_of_step_time)[:8]
+    b.data_wait_lines = by_phase.get(P.DATA_WAIT, [])[:5]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from supplyline import phases as P
 from supplyline.errors import UserError
 
 
@@ -54,7 +55,7 @@ def compare_reports(
             }
         )
     if max_data_wait_pct is not None:
-        wait = new["phase_share"]["data_wait"] * 100.0
+        wait = new["phase_share"][P.DATA_WAIT] * 100.0
         gates.append(
             {
                 "gate": "max_data_wait",

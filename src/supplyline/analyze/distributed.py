@@ -18,30 +18,18 @@ import re
 import statistics
 from typing import Any
 
-from supplyline.analyze.breakdown import PHASE_ORDER, breakdown, observed_indices
+from supplyline import phases as P
+from supplyline.analyze.breakdown import observed_indices
 from supplyline.analyze.report import build_report
 from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, load_record
+from supplyline.typed import to_plain
 
 MERGED_REPORT_VERSION = 1
-OWN_PHASES = tuple(p for p in PHASE_ORDER if p != "collective")
-CAUSE = {
-    "data_wait": "input",
-    "transfer": "transfer",
-    "compute": "compute",
-    "logging": "logging",
-    "checkpoint": "checkpoint",
-    "other": "other",
-}
-DOING = {
-    "data_wait": "waits {x} ms per step on its DataLoader",
-    "transfer": "copies batches to its device for {x} ms per step",
-    "compute": "computes for {x} ms per step",
-    "logging": "logs and writes synchronously for {x} ms per step",
-    "checkpoint": "saves checkpoints for {x} ms per step",
-    "other": "spends {x} ms per step in its own code outside the model, the loader and I/O",
-}
+OWN_PHASES = tuple(p for p in P.PHASE_ORDER if p != P.COLLECTIVE)
+CAUSE = {p: P.BY_NAME[p].cause for p in OWN_PHASES}
+DOING = {p: P.BY_NAME[p].doing for p in OWN_PHASES}
 # A rank is a straggler when its own time exceeds the others' by this share of the step (and by
 # STRAGGLER_MIN_MS), the others' collective wait accounts for at least half of that excess, and one
 # phase (its cause) explains at least half of it. The all-reduce's own transfer time is collective
@@ -101,13 +89,13 @@ def merge_dir(directory: str) -> dict[str, Any]:
 
 def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
     """One rank's line in the side-by-side table: medians per step, so one slow step does not decide."""
-    b = breakdown(record)
+    rep = build_report(record)
+    b = rep.breakdown
     d = record.distributed or {}
     phases = {p: (statistics.median(v) * 1e3 if v else 0.0) for p, v in b.per_step_phase_s.items()}
     idx = observed_indices(record)[0]
-    own_series = [(record.steps["duration_s"][i] - c) * 1e3 for i, c in zip(idx, b.per_step_phase_s["collective"])]
+    own_series = [(record.steps["duration_s"][i] - c) * 1e3 for i, c in zip(idx, b.per_step_phase_s[P.COLLECTIVE])]
     step_ms = b.step_s_median * 1e3
-    rep = build_report(record)
     o = record.outcome
     return {
         "rank": rank,
@@ -117,7 +105,7 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
         "steps": b.steps,
         "step_ms": step_ms,
         "phase_ms": phases,
-        "own_ms": max(0.0, step_ms - phases["collective"]),
+        "own_ms": max(0.0, step_ms - phases[P.COLLECTIVE]),
         "outcome": {
             "reason": o.reason,
             "exit_code": o.exit_code,
@@ -125,8 +113,8 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
             "exception_message": o.exception_message,
             "ended_unix_s": record.created_unix_s,
         },
-        "verdict": rep["verdict"],
-        "top_finding": rep["findings"][0] if rep["findings"] else None,
+        "verdict": to_plain(rep.verdict),
+        "top_finding": rep.findings[0].to_dict() if rep.findings else None,
         "collectives": d.get("collectives", {}),
         "_own_series": own_series,  # per-step own time, aligned across ranks by step index; not saved
     }
@@ -203,7 +191,7 @@ def find_straggler(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
     others = [r for r in rows if r is not slow]
     gap = slow["own_ms"] - statistics.median(r["own_ms"] for r in others)
     job_step = statistics.median(r["step_ms"] for r in rows)
-    others_wait = statistics.median(r["phase_ms"]["collective"] for r in others)
+    others_wait = statistics.median(r["phase_ms"][P.COLLECTIVE] for r in others)
     if gap < max(STRAGGLER_MIN_MS, STRAGGLER_MIN_SHARE * job_step) or others_wait < 0.5 * gap:
         return None
     excess = {p: slow["phase_ms"][p] - statistics.median(r["phase_ms"][p] for r in others) for p in OWN_PHASES}
@@ -321,10 +309,10 @@ def job_verdict(
             f"runs at rank {straggler['rank']}'s pace; fixing it should give about "
             f"{straggler['expected_speedup_if_fixed']:.1f}× (see {'rank-' + str(straggler['rank'])}/report.json).",
         }
-    wait = statistics.median(r["phase_ms"]["collective"] / r["step_ms"] if r["step_ms"] else 0.0 for r in rows)
+    wait = statistics.median(r["phase_ms"][P.COLLECTIVE] / r["step_ms"] if r["step_ms"] else 0.0 for r in rows)
     if wait >= 0.20:
         return {
-            "bound": "collective",
+            "bound": P.COLLECTIVE,
             "sentence": crash + f"Communication-bound: every rank spends about "
             f"{wait * 100:.0f}% of its step in collectives and no single rank holds the others back.",
         }

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from supplyline.collect.events import LoaderInfo
+
 
 def fetch_stall_workers(num_workers: int, cores: int) -> int:
     """Latency-bound reads: more workers than cores keep more reads in flight."""
@@ -19,7 +21,7 @@ def prep_stall_workers(num_workers: int, cores: int) -> int:
 
 
 def recommended_loader(
-    loader: dict[str, Any] | None, stall: str, cores: int, cuda: bool, input_bound: bool
+    loader: LoaderInfo | None, stall: str, cores: int, cuda: bool, input_bound: bool
 ) -> dict[str, dict[str, Any]] | None:
     """Per setting: ``{"seen": value, "recommended": value, "why": reason}``.
 
@@ -28,11 +30,11 @@ def recommended_loader(
     """
     if loader is None:
         return None
-    nw = int(loader.get("num_workers") or 0)
+    nw = loader.num_workers
     rec: dict[str, dict[str, Any]] = {}
 
     def put(key: str, value: Any, why: str) -> None:
-        rec[key] = {"seen": loader.get(key), "recommended": value, "why": why}
+        rec[key] = {"seen": getattr(loader, key), "recommended": value, "why": why}
 
     if input_bound and stall == "fetch":
         workers = fetch_stall_workers(nw, cores)
@@ -44,14 +46,14 @@ def recommended_loader(
         workers = nw
         put("num_workers", nw, "the loader keeps up")
     if workers > 0 and input_bound:
-        put("prefetch_factor", max(4, int(loader.get("prefetch_factor") or 0)), "a deeper queue absorbs slow batches")
+        put("prefetch_factor", max(4, loader.prefetch_factor or 0), "a deeper queue absorbs slow batches")
         put("persistent_workers", True, "workers are not restarted every epoch")
     else:
-        put("prefetch_factor", loader.get("prefetch_factor"), "unchanged")
-        put("persistent_workers", loader.get("persistent_workers"), "unchanged")
+        put("prefetch_factor", loader.prefetch_factor, "unchanged")
+        put("persistent_workers", loader.persistent_workers, "unchanged")
     if cuda:
         put("pin_memory", True, "pinned batches copy to the GPU faster and can overlap compute")
     else:
-        put("pin_memory", loader.get("pin_memory"), "no GPU on this host: pinning has no effect")
-    put("batch_size", loader.get("batch_size"), "unchanged (a model choice)")
+        put("pin_memory", loader.pin_memory, "no GPU on this host: pinning has no effect")
+    put("batch_size", loader.batch_size, "unchanged (a model choice)")
     return rec

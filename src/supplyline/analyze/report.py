@@ -1,158 +1,291 @@
-"""RunRecord -> the report: verdict, findings, breakdown, what-if and DataLoader facts.
+"""RunRecord -> the typed Report: verdict, findings, breakdown, what-if and DataLoader facts.
 
-The report is derived data (schema in docs/report-schema.md); the record stays the source of truth.
+Analysis runs once, here; every renderer (terminal, live, HTML, JSON, trace) takes the Report
+and never recomputes it. ``Report.to_dict`` is report.json (schema in docs/report-schema.md);
+the record stays the source of truth.
 """
 
 from __future__ import annotations
 
 import shlex
 import statistics
-from dataclasses import asdict
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from supplyline.analyze.breakdown import breakdown
-from supplyline.analyze.findings import all_findings, verdict
+from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown
+from supplyline.analyze.checks import INPUT_CHECKS, DatasetCommands, Evidence, Finding, FixSnippets, run_checks
+from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
-from supplyline.analyze.supply import supply_signal
+from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
+from supplyline.analyze.verdict import Verdict, verdict
+from supplyline.collect.events import LoaderInfo, TransferStats
 from supplyline.errors import UserError
-from supplyline.record import RunRecord, load_record
+from supplyline.record import RunRecord, TargetInfo, load_record
+from supplyline.typed import to_plain
 
 REPORT_VERSION = 1
+WHATIF_LABEL = (
+    "what-if phases: the job's last batch replayed (compute-only) and its loader drained with no "
+    "consumer (loader-only); these steps are not part of the observed figures"
+)
 
 
-def build_report(record: RunRecord) -> dict[str, Any]:
+@dataclass
+class OutcomeSummary:
+    exit_code: int
+    reason: str  # completed | stopped | exception | sys_exit | interrupted
+    stop_message: str | None
+    exception_type: str | None
+    exception_message: str | None
+    wall_s: float
+
+
+@dataclass
+class StepStats:
+    observed: int
+    warmup_excluded: int
+    step_ms_median: float
+    step_ms_mean: float
+    step_ms_p95: float
+    steps_per_s: float
+    samples_per_s: float | None
+    batches_per_step: float
+
+
+@dataclass
+class WhatIfResult:
+    label: str
+    enabled: bool
+    ran: bool
+    note: str
+    observed_steps_per_s: float | None
+    compute_only_steps_per_s: float | None
+    loader_only_steps_per_s: float | None
+    consumer_bound_speedup: float | None
+
+
+@dataclass
+class LoaderFacts:
+    batch_size: int | None
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    persistent_workers: bool
+    multiprocessing_context: str | None
+    dataset_type: str
+    dataset_len: int | None
+    batch_bytes: int | None
+    epochs_started: int
+    time_to_first_batch_s: float | None
+    epoch_first_batch_s: list[float]
+    stall: Stall
+    worker_cpu_pct_mean: float | None
+    host_cpu_busy_pct_mean: float | None
+    tune_command: str | None
+    preprocess_command: str | None
+
+
+@dataclass
+class CheckpointTotals:
+    saves: int
+    seconds: float
+
+
+@dataclass
+class SeriesSummary:
+    mean: float
+    oscillation: OscillationResult
+
+
+@dataclass
+class Utilization:
+    """GPU utilization and total worker CPU over time, with the periodic-drop detector (utilization
+    that keeps dropping from high to low means the GPU waits for its supply)."""
+
+    gpu_note: str | None
+    gpu_util_pct: SeriesSummary | None = None
+    workers_cpu_pct: SeriesSummary | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"gpu_note": self.gpu_note}
+        for name in ("gpu_util_pct", "workers_cpu_pct"):
+            value = getattr(self, name)
+            if value is not None:  # series with too few points are left out, not null
+                out[name] = to_plain(value)
+        return out
+
+
+@dataclass
+class Report:
+    report_version: int
+    target: TargetInfo
+    outcome: OutcomeSummary
+    verdict: Verdict
+    findings: list[Finding]
+    steps: StepStats
+    phase_share: dict[str, float]
+    phase_ms_per_step: dict[str, float]
+    whatif: WhatIfResult
+    dataloader: LoaderFacts | None
+    dataloader_recommended: dict[str, dict[str, Any]] | None
+    top_lines: list[SourceLine]
+    data_wait_lines: list[SourceLine]
+    transfers: TransferStats
+    checkpoints: CheckpointTotals
+    outside_steps_s: dict[str, float]
+    utilization: Utilization
+    notes: list[str]
+    # Derived series the renderers plot; not part of report.json.
+    breakdown: Breakdown = field(repr=False, metadata={"json": False})
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.metadata.get("json", True):
+                value = getattr(self, f.name)
+                out[f.name] = value.to_dict() if hasattr(value, "to_dict") else to_plain(value)
+        return out
+
+
+def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Report:
+    """Analyse a record once. ``snippets`` writes fixes against the user's own lines (the caller
+    passes ``supplyline.fixes.snippets``; analysis never imports the fixes)."""
     b = breakdown(record)
     sig = supply_signal(record)
-    loader = sig.loader
-    commands = dataset_commands(loader)
-    findings = all_findings(record, b, sig, commands)
-    w = record.whatif
-    observed_rate = 1 / b.step_s_median if b.step_s_median else None
-    consumer_rate = 1 / w.compute_only_step_s if w.compute_only_step_s else None
-    loader_rate = (
-        w.loader_only_batches_per_s / b.batches_per_step if w.loader_only_batches_per_s and b.batches_per_step else None
-    )
-    notes = list(record.notes)
-    if not record.loaders:
-        notes.append("no DataLoader was seen: data wait cannot be measured")
-    elif loader is None:
-        notes.append("no training DataLoader was identified (no optimizer step or backward followed a batch)")
-    if w.enabled and not w.ran and w.note:
-        notes.append(f"what-if skipped: {w.note}")
-    return {
-        "report_version": REPORT_VERSION,
-        "target": asdict(record.target),
-        "outcome": {k: v for k, v in asdict(record.outcome).items() if k != "traceback"},
-        "verdict": verdict(b, findings, record),
-        "findings": [f.to_dict() for f in findings],
-        "steps": {
-            "observed": b.steps,
-            "warmup_excluded": b.warmup_steps_excluded,
-            "step_ms_median": b.step_s_median * 1e3,
-            "step_ms_mean": b.step_s_mean * 1e3,
-            "step_ms_p95": b.step_s_p95 * 1e3,
-            "steps_per_s": b.steps_per_s,
-            "samples_per_s": b.samples_per_s,
-            "batches_per_step": b.batches_per_step,
-        },
-        "phase_share": b.phase_share,
-        "phase_ms_per_step": {p: v / b.steps * 1e3 if b.steps else 0.0 for p, v in b.phase_s.items()},
-        "whatif": {
-            "label": "what-if phases: the job's last batch replayed (compute-only) and its loader drained with no "
-            "consumer (loader-only); these steps are not part of the observed figures",
-            "enabled": w.enabled,
-            "ran": w.ran,
-            "note": w.note,
-            "observed_steps_per_s": observed_rate,
-            "compute_only_steps_per_s": consumer_rate,
-            "loader_only_steps_per_s": loader_rate,
-            "consumer_bound_speedup": (consumer_rate / observed_rate if consumer_rate and observed_rate else None),
-        },
-        "dataloader": _loader_facts(loader, sig),
-        "dataloader_recommended": recommended_loader(
-            loader,
+    commands = dataset_commands(sig.loader)
+    findings = run_checks(Evidence(record, b, sig, commands, snippets))
+    return Report(
+        report_version=REPORT_VERSION,
+        target=record.target,
+        outcome=OutcomeSummary(**{f.name: getattr(record.outcome, f.name) for f in fields(OutcomeSummary)}),
+        verdict=verdict(b, findings),
+        findings=findings,
+        steps=_step_stats(b),
+        phase_share=b.phase_share,
+        phase_ms_per_step=b.phase_ms_per_step,
+        whatif=_whatif(record, b),
+        dataloader=_loader_facts(sig, commands),
+        dataloader_recommended=recommended_loader(
+            sig.loader,
             sig.stall,
             record.host.cpu_count,
             record.host.cuda_available,
-            input_bound=any(f.check in ("dataloader", "storage", "preprocessing") for f in findings),
+            input_bound=any(f.check in INPUT_CHECKS for f in findings),
         ),
-        "top_lines": b.top_lines,
-        "data_wait_lines": b.data_wait_lines,
-        "transfers": record.transfers,
-        "checkpoints": {"saves": len(record.saves), "seconds": sum(s["duration_s"] for s in record.saves)},
-        "outside_steps_s": record.outside_steps_s,
-        "utilization": _utilization(record),
-        "notes": notes,
-    }
+        top_lines=b.top_lines,
+        data_wait_lines=b.data_wait_lines,
+        transfers=record.transfers,
+        checkpoints=CheckpointTotals(len(record.saves), sum(s.duration_s for s in record.saves)),
+        outside_steps_s=record.outside_steps_s,
+        utilization=_utilization(record),
+        notes=_notes(record, sig),
+        breakdown=b,
+    )
 
 
-def report_from_saved(path: str) -> tuple[RunRecord, dict[str, Any]]:
-    """Load a saved record and analyse it; a record that parses but does not add up is one line."""
+def report_from_saved(path: str, snippets: FixSnippets | None = None) -> tuple[RunRecord, Report]:
+    """Load a saved record (validated field by field on load) and analyse it."""
     record = load_record(path)
     try:
-        return record, build_report(record)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as exc:
+        return record, build_report(record, snippets)
+    except (KeyError, IndexError, ValueError, ZeroDivisionError) as exc:  # columns that do not add up
         raise UserError(f"the run record at {path} is inconsistent ({type(exc).__name__}: {exc})") from exc
 
 
-def _utilization(record: RunRecord) -> dict[str, Any]:
-    """GPU utilization and total worker CPU over time, with the periodic-drop detector of the monitor
-    (the seed's tip: utilization that keeps dropping from high to low means the GPU waits for data)."""
-    from supplyline.analyze.oscillation import detect_oscillation
+def _step_stats(b: Breakdown) -> StepStats:
+    return StepStats(
+        observed=b.steps,
+        warmup_excluded=b.warmup_steps_excluded,
+        step_ms_median=b.step_s_median * 1e3,
+        step_ms_mean=b.step_s_mean * 1e3,
+        step_ms_p95=b.step_s_p95 * 1e3,
+        steps_per_s=b.steps_per_s,
+        samples_per_s=b.samples_per_s,
+        batches_per_step=b.batches_per_step,
+    )
 
-    samples = record.monitor.get("samples") or []
-    times = [s["time_unix_s"] for s in samples]
-    out: dict[str, Any] = {"gpu_note": record.monitor.get("gpu_note")}
+
+def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
+    w = record.whatif
+    observed = 1 / b.step_s_median if b.step_s_median else None
+    consumer = 1 / w.compute_only_step_s if w.compute_only_step_s else None
+    loader = (
+        w.loader_only_batches_per_s / b.batches_per_step if w.loader_only_batches_per_s and b.batches_per_step else None
+    )
+    return WhatIfResult(
+        label=WHATIF_LABEL,
+        enabled=w.enabled,
+        ran=w.ran,
+        note=w.note,
+        observed_steps_per_s=observed,
+        compute_only_steps_per_s=consumer,
+        loader_only_steps_per_s=loader,
+        consumer_bound_speedup=consumer / observed if consumer and observed else None,
+    )
+
+
+def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
+    notes = list(record.notes)
+    if not record.loaders:
+        notes.append("no DataLoader was seen: data wait cannot be measured")
+    elif sig.loader is None:
+        notes.append("no training DataLoader was identified (no optimizer step or backward followed a batch)")
+    w = record.whatif
+    if w.enabled and not w.ran and w.note:
+        notes.append(f"what-if skipped: {w.note}")
+    return notes
+
+
+def _utilization(record: RunRecord) -> Utilization:
+    samples = record.monitor.samples
+    times = [s.time_unix_s for s in samples]
+    out = Utilization(gpu_note=record.monitor.gpu_note)
+    gpu = [[g.util_pct for g in s.gpus if g.util_pct is not None] for s in samples]
     series = {
-        "gpu_util_pct": [
-            statistics.mean(g["util_pct"] for g in s["gpus"] if g.get("util_pct") is not None)
-            if any(g.get("util_pct") is not None for g in s.get("gpus", []))
-            else None
-            for s in samples
-        ],
-        "workers_cpu_pct": [sum(p["cpu_pct"] for p in s.get("processes", []) if p["role"] != "root") for s in samples],
+        "gpu_util_pct": [statistics.mean(u) if u else None for u in gpu],
+        "workers_cpu_pct": [sum(p.cpu_pct for p in s.processes if p.role != "root") for s in samples],
     }
     for name, values in series.items():
         pts = [(t, v) for t, v in zip(times, values) if v is not None]
         if len(pts) < 2:
             continue
         res = detect_oscillation([v for _, v in pts], timestamps=[t for t, _ in pts])
-        out[name] = {"mean": statistics.mean(v for _, v in pts), "oscillation": asdict(res)}
+        setattr(out, name, SeriesSummary(statistics.mean(v for _, v in pts), res))
     return out
 
 
-def _loader_facts(loader: dict[str, Any] | None, sig: Any) -> dict[str, Any] | None:
+def _loader_facts(sig: SupplySignal, commands: DatasetCommands) -> LoaderFacts | None:
+    loader = sig.loader
     if loader is None:
         return None
-    keys = (
-        "batch_size",
-        "num_workers",
-        "pin_memory",
-        "prefetch_factor",
-        "persistent_workers",
-        "multiprocessing_context",
-        "dataset_type",
-        "dataset_len",
-        "batch_bytes",
-        "epochs_started",
+    firsts = loader.first_batch_s
+    return LoaderFacts(
+        batch_size=loader.batch_size,
+        num_workers=loader.num_workers,
+        pin_memory=loader.pin_memory,
+        prefetch_factor=loader.prefetch_factor,
+        persistent_workers=loader.persistent_workers,
+        multiprocessing_context=loader.multiprocessing_context,
+        dataset_type=loader.dataset_type,
+        dataset_len=loader.dataset_len,
+        batch_bytes=loader.batch_bytes,
+        epochs_started=loader.epochs_started,
+        time_to_first_batch_s=firsts[0] if firsts else None,
+        epoch_first_batch_s=firsts,
+        stall=sig.stall,
+        worker_cpu_pct_mean=sig.worker_cpu_pct_mean,
+        host_cpu_busy_pct_mean=sig.host_cpu_busy_pct_mean,
+        tune_command=commands.tune_command,
+        preprocess_command=commands.preprocess_command,
     )
-    facts = {k: loader.get(k) for k in keys}
-    firsts = loader.get("first_batch_s") or []
-    facts["time_to_first_batch_s"] = firsts[0] if firsts else None
-    facts["epoch_first_batch_s"] = firsts
-    facts["stall"] = sig.stall
-    facts["worker_cpu_pct_mean"] = sig.worker_cpu_pct_mean
-    facts["host_cpu_busy_pct_mean"] = sig.host_cpu_busy_pct_mean
-    facts.update(dataset_commands(loader))
-    return facts
 
 
-def dataset_commands(loader: dict[str, Any] | None) -> dict[str, str | None]:
+def dataset_commands(loader: LoaderInfo | None) -> DatasetCommands:
     """The exact `supplyline tune` / `supplyline preprocess` commands for the training dataset,
     when the doctor could name it as an importable MODULE:ATTR."""
-    spec = loader.get("dataset_spec") if loader else None
-    if not spec:
-        return {"tune_command": None, "preprocess_command": None}
+    spec = loader.dataset_spec if loader else None
+    if not loader or not spec:
+        return DatasetCommands()
     quoted = shlex.quote(spec)
-    batch = f" --batch-size {loader['batch_size']}" if loader and loader.get("batch_size") else ""
-    return {"tune_command": f"supplyline tune {quoted}{batch}", "preprocess_command": f"supplyline preprocess {quoted}"}
+    batch = f" --batch-size {loader.batch_size}" if loader.batch_size else ""
+    return DatasetCommands(f"supplyline tune {quoted}{batch}", f"supplyline preprocess {quoted}")

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
+from supplyline import phases as P
+from supplyline.collect.events import LoaderInfo
+from supplyline.collect.samples import Sample
 from supplyline.record import RunRecord
+
+Stall = Literal["prep", "fetch", "mixed", "unknown"]
+WAIT, WAIT_CPU = f"{P.DATA_WAIT}_s", f"{P.DATA_WAIT}_cpu_s"  # step columns
 
 # Share of the CPU a worker could get (a core, or less when the host is crowded) that it used.
 BUSY_WORKER_SHARE = 0.6
@@ -21,8 +27,8 @@ IDLE_WORKER_SHARE = 0.3
 
 @dataclass
 class SupplySignal:
-    loader: dict[str, Any] | None
-    stall: str  # "prep", "fetch", "mixed" or "unknown"
+    loader: LoaderInfo | None
+    stall: Stall
     workers_seen: int
     worker_cpu_pct_mean: float | None  # per worker, 100 = one core
     host_cpu_busy_pct_mean: float | None
@@ -31,31 +37,27 @@ class SupplySignal:
     swap_bytes_per_s: float
 
 
-def train_loader(record: RunRecord) -> dict[str, Any] | None:
-    return next((l for l in record.loaders if l["role"] == "train"), None)
-
-
-def _window_samples(record: RunRecord) -> list[dict[str, Any]]:
+def _window_samples(record: RunRecord) -> list[Sample]:
     """Monitor samples taken while observed steps ran."""
-    samples = record.monitor.get("samples") or []
+    samples = record.monitor.samples
     obs = record.observed_steps
-    t0 = record.monitor.get("t0_unix_s")
+    t0 = record.monitor.t0_unix_s
     if not samples or not obs or t0 is None:
         return samples
     st = record.steps
     lo = t0 + st["start_s"][obs[0]]
     hi = t0 + st["start_s"][obs[-1]] + st["duration_s"][obs[-1]]
-    inside = [s for s in samples if lo <= s["time_unix_s"] <= hi + 0.5]
+    inside = [s for s in samples if lo <= s.time_unix_s <= hi + 0.5]
     return inside or samples
 
 
 def supply_signal(record: RunRecord) -> SupplySignal:
-    loader = train_loader(record)
+    loader = record.train_loader
     samples = _window_samples(record)
-    workers = loader["num_workers"] if loader else 0
-    host_busy = statistics.mean(s["cpu"]["busy_pct"] for s in samples) if samples else None
+    workers = loader.num_workers if loader else 0
+    host_busy = statistics.mean(s.cpu.busy_pct for s in samples) if samples else None
     swap = (
-        statistics.mean(s["memory"]["swap_in_bytes_per_s"] + s["memory"]["swap_out_bytes_per_s"] for s in samples)
+        statistics.mean(s.memory.swap_in_bytes_per_s + s.memory.swap_out_bytes_per_s for s in samples)
         if samples
         else 0.0
     )
@@ -63,7 +65,7 @@ def supply_signal(record: RunRecord) -> SupplySignal:
         return SupplySignal(None, "unknown", 0, None, host_busy, None, "no DataLoader was seen", swap)
     if workers == 0:
         share = _trainer_wait_cpu_share(record)
-        stall = "unknown" if share is None else "prep" if share >= 0.6 else "fetch" if share <= 0.3 else "mixed"
+        stall: Stall = "unknown" if share is None else "prep" if share >= 0.6 else "fetch" if share <= 0.3 else "mixed"
         ev = (
             f"num_workers=0: the training thread loads every batch itself and was on the CPU "
             f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)"
@@ -73,15 +75,14 @@ def supply_signal(record: RunRecord) -> SupplySignal:
     seen = 0
     cores = record.host.cpu_count
     for s in samples:
-        procs = s.get("processes", [])
-        kids = [p for p in procs if p["role"] != "root"]
+        kids = [p for p in s.processes if p.role != "root"]
         seen = max(seen, len(kids))
         if not kids:
             continue
-        per_sample.append(sum(p["cpu_pct"] for p in kids))
+        per_sample.append(sum(p.cpu_pct for p in kids))
         # The CPU a runnable worker could get: a core, or its fair share when more tasks are
         # runnable than there are cores (a crowded host must not make busy workers look idle).
-        available.append(min(100.0, 100.0 * cores / max(s["cpu"]["load_1m"], 1.0)))
+        available.append(min(100.0, 100.0 * cores / max(s.cpu.load_1m, 1.0)))
     if not per_sample:
         return SupplySignal(
             loader,
@@ -114,12 +115,12 @@ def _trainer_wait_cpu_share(record: RunRecord) -> float | None:
     the same ratio over the rest of its steps, so a crowded host does not look like I/O wait."""
     st = record.steps
     obs = record.observed_steps
-    wait = sum(st["data_wait_s"][i] for i in obs)
+    wait = sum(st[WAIT][i] for i in obs)
     if wait <= 0:
         return None
-    wait_ratio = sum(st["data_wait_cpu_s"][i] for i in obs) / wait
-    rest_wall = sum(st["duration_s"][i] - st["data_wait_s"][i] for i in obs)
-    rest_cpu = sum(st["cpu_s"][i] - st["data_wait_cpu_s"][i] for i in obs) if "cpu_s" in st else 0.0
+    wait_ratio = sum(st[WAIT_CPU][i] for i in obs) / wait
+    rest_wall = sum(st["duration_s"][i] - st[WAIT][i] for i in obs)
+    rest_cpu = sum(st["cpu_s"][i] - st[WAIT_CPU][i] for i in obs) if "cpu_s" in st else 0.0
     if rest_wall < 0.1 * wait or rest_cpu <= 0:
         return wait_ratio
     return min(1.0, wait_ratio / min(1.0, rest_cpu / rest_wall))

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch.distributed as dist
 
+from supplyline import phases as P
 from supplyline.collect.patching import Patcher
 from supplyline.collect.steps import StepClock
 
@@ -222,13 +223,13 @@ class CollectiveHooks(Patcher):
         def collective(*args: Any, **kwargs: Any) -> Any:
             if kwargs.get("async_op"):
                 return original(*args, **kwargs)  # returns a Work at once; its wait() is the user's
-            t = clock.enter("collective")
+            t = clock.enter(P.COLLECTIVE)
             if t >= 0:
                 hooks.direct_calls += 1
             try:
                 return original(*args, **kwargs)
             finally:
-                clock.leave("collective", t)
+                clock.leave(P.COLLECTIVE, t)
 
         collective.__name__ = getattr(original, "__name__", "collective")
         return collective

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from supplyline.collect.events import GpuInfo, SyncLine
+
 _MARK = "synchronizing CUDA operation"
 
 
@@ -62,10 +64,6 @@ class SyncCounter:
         if frame is not None:
             self.by_line[(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)] += 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "syncs": self.total,
-            "sync_lines": [
-                {"file": f, "line": l, "function": fn, "count": c} for (f, l, fn), c in self.by_line.most_common(10)
-            ],
-        }
+    def info(self, available: bool) -> GpuInfo:
+        lines = [SyncLine(f, line, fn, c) for (f, line, fn), c in self.by_line.most_common(10)]
+        return GpuInfo(available=available, syncs=self.total, sync_lines=lines)

@@ -20,14 +20,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PHASES = ("data_wait", "transfer", "logging", "checkpoint", "compute_hooked", "collective")
+from supplyline import phases as P
+
+PHASES = P.CLOCK_PHASES
 STEP_FIELDS = (
     "start_s",
     "duration_s",
     *(f"{p}_s" for p in PHASES),
     "batches",
     "h2d_bytes",
-    "data_wait_cpu_s",
+    f"{P.DATA_WAIT}_cpu_s",
     "cpu_s",
     "whatif",
 )
@@ -110,9 +112,9 @@ class StepClock:
             self.outside["eval_loader_wait"] += wait_s
             return
         if self.open_start is None:
-            self.outside["data_wait"] += wait_s
+            self.outside[P.DATA_WAIT] += wait_s
             return
-        self.acc["data_wait"] += wait_s
+        self.acc[P.DATA_WAIT] += wait_s
         self.data_wait_cpu += cpu_s
         self.batches += 1
 
@@ -153,7 +155,7 @@ class StepClock:
         acc = self.acc if self.open_start is not None else self.outside
         moved = min(blocked_s, acc["compute_hooked"])
         acc["compute_hooked"] -= moved
-        acc["collective"] += moved
+        acc[P.COLLECTIVE] += moved
 
     def external_boundary(self) -> None:
         """A framework finished one training step (Lightning's on_train_batch_end, the HF Trainer's

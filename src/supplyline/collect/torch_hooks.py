@@ -20,58 +20,19 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
+from supplyline import phases as P
+from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.patching import Patcher
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
 _cpu = time.thread_time
-
-
-@dataclass
-class LoaderInfo:
-    loader_id: int
-    batch_size: int | None
-    num_workers: int
-    pin_memory: bool
-    prefetch_factor: int | None
-    persistent_workers: bool
-    multiprocessing_context: str | None
-    dataset_type: str
-    dataset_len: int | None
-    dataset_module: str | None
-    epochs_started: int = 0
-    iter_create_s: list[float] = field(default_factory=list)
-    first_batch_s: list[float] = field(default_factory=list)  # per epoch: iterator creation + first fetch
-    batches_fetched: int = 0
-    fetch_wait_s: float = 0.0
-    batch_bytes: int | None = None
-
-
-@dataclass
-class TransferStats:
-    copies: int = 0
-    bytes: int = 0
-    seconds: float = 0.0
-    pinned: int = 0
-    pageable: int = 0
-    non_blocking: int = 0
-    blocking: int = 0
-
-
-@dataclass
-class SaveEvent:
-    kind: str  # "torch.save" | "dcp.save" | "dcp.async_save"
-    start_s: float
-    duration_s: float
-    target: str
-    in_step: bool
 
 
 class Controller:
@@ -110,11 +71,11 @@ class TorchHooks(Patcher):
         self._hook_optimizers()
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
-        self._patch(builtins, "print", self._wrap_phase("logging", count=True))
-        self._patch(logging.Logger, "handle", self._wrap_phase("logging", count=True))
+        self._patch(builtins, "print", self._wrap_phase(P.LOGGING, count=True))
+        self._patch(logging.Logger, "handle", self._wrap_phase(P.LOGGING, count=True))
         for name in ("fsync", "fdatasync"):
             if hasattr(os, name):
-                self._patch(os, name, self._wrap_phase("logging"))
+                self._patch(os, name, self._wrap_phase(P.LOGGING))
         for owner in (torch, torch.serialization):
             self._patch(owner, "save", self._wrap_save("torch.save"))
         if torch.cuda.is_available():  # H2D copies only exist with a device; skip the cost on CPU
@@ -190,7 +151,7 @@ class TorchHooks(Patcher):
                 return hooks._intercept(it, original)
             outer = clock.depth == 0
             if outer:
-                clock.depth, clock.phase = 1, "data_wait"
+                clock.depth, clock.phase = 1, P.DATA_WAIT
             c0 = _cpu()
             try:
                 batch = original(it)
@@ -292,13 +253,13 @@ class TorchHooks(Patcher):
 
         def make(original: Callable[..., Any]) -> Callable[..., Any]:
             def save(*args: Any, **kwargs: Any) -> Any:
-                t = clock.enter("checkpoint")
+                t = clock.enter(P.CHECKPOINT)
                 try:
                     return original(*args, **kwargs)
                 finally:
                     if t >= 0:
                         in_step = clock.open_start is not None
-                        clock.leave("checkpoint", t)
+                        clock.leave(P.CHECKPOINT, t)
                         target = args[1] if len(args) > 1 else kwargs.get("f", kwargs.get("checkpoint_id", ""))
                         hooks.saves.append(SaveEvent(kind, t - clock.t0, _now() - t, str(target)[:200], in_step))
 
@@ -316,11 +277,11 @@ class TorchHooks(Patcher):
                 return original(tensor, *args, **kwargs)
             if not (is_cuda_method or targets_cuda(args, kwargs)):
                 return original(tensor, *args, **kwargs)
-            t = clock.enter("transfer")
+            t = clock.enter(P.TRANSFER)
             try:
                 return original(tensor, *args, **kwargs)
             finally:
-                clock.leave("transfer", t)
+                clock.leave(P.TRANSFER, t)
                 if t >= 0:
                     nbytes = tensor.numel() * tensor.element_size()
                     stats.copies += 1

@@ -52,7 +52,7 @@ def _load(path: str, label: str) -> dict[str, Any]:
     from supplyline.analyze.report import report_from_saved
 
     try:
-        return report_from_saved(path)[1]
+        return report_from_saved(path)[1].to_dict()
     except UserError as exc:
         raise UserError(f"{label}: {exc}") from exc
 
@@ -66,7 +66,7 @@ def _print(result: dict[str, Any]) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from supplyline.render.console import PHASE_LABEL
+    from supplyline import phases as P
 
     c = Console(highlight=False)
     c.print(f"[bold]BASE[/] {escape(result['base']['target'])}: {escape(result['base']['verdict']['sentence'])}")
@@ -86,7 +86,7 @@ def _print(result: dict[str, Any]) -> None:
         t.add_row(label, _fmt(m["base"], unit), _fmt(m["new"], unit), change)
     for p, s in result["phase_share"].items():
         t.add_row(
-            f"{PHASE_LABEL[p]} share",
+            f"{P.label(p)} share",
             f"{s['base'] * 100:.1f}%",
             f"{s['new'] * 100:.1f}%",
             f"{s['change_points']:+.1f} pt",

@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from supplyline.errors import UserError
+
 NAME = "report"
 HELP = "re-render a saved run (DIR/record.json): terminal summary, or report.html / report.json / trace.json"
 
@@ -28,17 +30,26 @@ def run(args: argparse.Namespace) -> int:
     ):
         return _merged(args)  # a torchrun job's DIR/rank-K/ records: one merged report (docs/distributed.md)
     from supplyline.analyze.report import report_from_saved
-    from supplyline.doctor.output import write_derived
+    from supplyline.fixes import snippets
     from supplyline.render.console import render_summary
+    from supplyline.render.files import write_files
 
-    record, report = report_from_saved(args.dir)
+    record, report = report_from_saved(args.dir, snippets)
     src_dir = args.dir if os.path.isdir(args.dir) else os.path.dirname(os.path.abspath(args.dir))
     kinds = [k for k in ("json", "trace", "html") if getattr(args, k)]
     if not kinds:
         render_summary(report, src_dir)
         return 0
-    for path in write_derived(record, report, args.out or src_dir, kinds):
+    out_dir = args.out or src_dir
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create {out_dir}: {exc.strerror or exc}") from exc
+    written = write_files(report, record, out_dir, kinds)
+    for path in written.paths:
         print(f"wrote {path}", file=sys.stderr)
+    if written.failures:
+        raise UserError(f"could not write to {out_dir}: " + "; ".join(written.failures))
     return 0
 
 

@@ -1,60 +1,54 @@
-"""Write what a doctor run produced: record.json, report.json, trace.json, report.html, and the terminal summary."""
+"""Write what a doctor run produced: record.json, then report.json, trace.json and report.html, and
+the terminal summary — which needs no disk and is printed whatever the disk says."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any
 
-from supplyline.analyze.report import build_report
-from supplyline.atomic import atomic_write_json, atomic_write_text
+from supplyline.analyze.report import Report, build_report
+from supplyline.fixes import snippets
 from supplyline.record import RunRecord
 from supplyline.render.console import render_summary
-
-# Each derived file and how to make it from the record and its report (imports stay lazy).
-DERIVED = {"json": "report.json", "trace": "trace.json", "html": "report.html"}
+from supplyline.render.files import write_files
 
 
-def write_derived(
-    record: RunRecord, report: dict[str, Any], out_dir: str, kinds: Iterable[str] = ("json", "trace", "html")
-) -> list[str]:
-    """Write the chosen derived files atomically; returns their paths. Shared with `supplyline report`."""
-    paths = []
-    for kind in kinds:
-        path = os.path.join(out_dir, DERIVED[kind])
-        if kind == "json":
-            atomic_write_json(path, report)
-        elif kind == "trace":
-            from supplyline.render.trace import build_trace
-
-            atomic_write_json(path, build_trace(record))
-        else:
-            from supplyline.render.html import build_html
-
-            atomic_write_text(path, build_html(record, report))
-        paths.append(path)
-    return paths
+def _warn(message: str) -> None:
+    print(f"supplyline doctor: warning: {message}", file=sys.stderr)
 
 
-def write_outputs(record: RunRecord, out_dir: str, quiet: bool = False) -> dict:
+def write_outputs(record: RunRecord, out_dir: str, quiet: bool = False) -> Report | None:
     """Save the record first (the source of truth), then everything derived from it.
 
-    A failure while deriving degrades to a warning: the record is already on disk and
-    `supplyline report DIR` can render it again.
+    A failure while deriving degrades to a warning; a file that cannot be written (full disk, no
+    permission) is named once with the reason, and the summary is printed all the same.
     """
-    os.makedirs(out_dir, exist_ok=True)
-    record.save(out_dir)
-    report: dict = {}
+    failures: list[str] = []
+    saved = False
     try:
-        report = build_report(record)
-        write_derived(record, report, out_dir)
-        if not quiet:
-            render_summary(report, out_dir)
-    except Exception as exc:  # never lose the run over a rendering bug
-        print(
-            f"supplyline: warning: could not render the report ({type(exc).__name__}: {exc}); "
-            f"the record is saved in {out_dir}/record.json",
-            file=sys.stderr,
-        )
+        os.makedirs(out_dir, exist_ok=True)
+        record.save(out_dir)
+        saved = True
+    except OSError as exc:
+        failures.append(f"record.json: {exc.strerror or exc}")
+    try:
+        report = build_report(record, snippets)
+    except Exception as exc:  # never lose the run over an analysis bug
+        where = f"the record is saved in {out_dir}/record.json" if saved else "the record could not be saved"
+        _warn(f"could not analyse the run ({type(exc).__name__}: {exc}); {where}")
+        return None
+    if saved:
+        try:
+            failures += write_files(report, record, out_dir).failures
+        except Exception as exc:  # a rendering bug: the record is on disk, `supplyline report DIR` can retry
+            _warn(
+                f"could not render the report files ({type(exc).__name__}: {exc}); the record is saved in {out_dir}/record.json"
+            )
+    if failures:
+        _warn(f"could not write to {out_dir}: " + "; ".join(failures))
+    if not quiet:
+        try:
+            render_summary(report, out_dir if saved else None)
+        except Exception as exc:
+            _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
     return report

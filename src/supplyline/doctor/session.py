@@ -14,7 +14,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 import psutil
@@ -22,6 +22,7 @@ import torch
 
 from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.cuda_sync import SyncCounter
+from supplyline.collect.events import LineSample, LoaderInfo, MonitorInfo, SamplerInfo
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -102,25 +103,22 @@ class DoctorSession:
         self.collectives.uninstall()
         self.syncs.uninstall()
         self.sampler.stop()
-        monitor_data = self._stop_monitor()
-        return self._build_record(outcome, wall, monitor_data)
+        monitor = self._stop_monitor()
+        return self._build_record(outcome, wall, monitor)
 
-    def _stop_monitor(self) -> dict[str, Any]:
+    def _stop_monitor(self) -> MonitorInfo:
+        info = MonitorInfo(interval_s=self.monitor_interval_s)
         if self.monitor is None:
-            return {"interval_s": self.monitor_interval_s, "samples": [], "gpu_note": None}
+            return info
         try:
             self.monitor.stop()
-            samples = [s.to_dict() for s in self.monitor.samples]
-            gpu_note = self.monitor.gpu_status or None
+            info.samples = list(self.monitor.samples)
+            info.gpu_note = self.monitor.gpu_status or None
+            info.t0_unix_s = self.t0_unix
         except Exception as exc:
             self.notes.append(f"host monitor failed: {exc}")
-            samples, gpu_note = [], None
-        return {
-            "interval_s": self.monitor_interval_s,
-            "samples": samples,
-            "gpu_note": gpu_note,
-            "t0_unix_s": self.t0_unix,
-        }
+            info.samples = []
+        return info
 
     # -- stopping and what-if -----------------------------------------------------------------
     def _on_step_closed(self, n: int) -> None:
@@ -171,7 +169,7 @@ class DoctorSession:
             self.whatif.loader_only_batches_per_s = (len(measured) - 1) / (measured[-1] - measured[0])
 
     # -- the record ---------------------------------------------------------------------------
-    def _build_record(self, outcome: Outcome, wall: float, monitor_data: dict[str, Any]) -> RunRecord:
+    def _build_record(self, outcome: Outcome, wall: float, monitor: MonitorInfo) -> RunRecord:
         steps = self.clock.snapshot()
         replay = [d for d, w in zip(steps["steps"]["duration_s"], steps["steps"]["whatif"]) if w]
         if replay:
@@ -184,15 +182,8 @@ class DoctorSession:
                 if self.observed_steps is None
                 else "the loader ran out during the what-if phases"
             )
-        lines = [{**asdict(k), "samples": c} for k, c in self.sampler.counts.most_common(200)]
-        loaders = [
-            asdict(info)
-            | {
-                "role": "train" if lid == self.clock.train_loader else "other",
-                "dataset_spec": (self._dataset_spec(lid) if lid == self.clock.train_loader else None),
-            }
-            for lid, info in self.hooks.loaders.items()
-        ]
+        lines = [LineSample(**vars(k), samples=c) for k, c in self.sampler.counts.most_common(200)]
+        loaders = [self._loader_entry(lid, info) for lid, info in self.hooks.loaders.items()]
         return RunRecord(
             **new_version_fields(),
             target=self.target,
@@ -210,22 +201,27 @@ class DoctorSession:
             outside_steps_s=steps["outside_steps_s"],
             train_loader_id=self.clock.train_loader,
             loaders=loaders,
-            transfers=asdict(self.hooks.transfers),
-            saves=[asdict(s) for s in self.hooks.saves],
+            transfers=self.hooks.transfers,
+            saves=list(self.hooks.saves),
             logging_calls=self.hooks.logging_calls,
             line_samples=lines,
-            sampler={
-                "interval_s": self.sampler.interval_s,
-                "samples": self.sampler.samples,
-                "cpu_s": self.sampler.cpu_s,
-                "monitor_cpu_s": getattr(self.monitor, "sampler_cpu_s", None),
-            },
+            sampler=SamplerInfo(
+                interval_s=self.sampler.interval_s,
+                samples=self.sampler.samples,
+                cpu_s=self.sampler.cpu_s,
+                monitor_cpu_s=getattr(self.monitor, "sampler_cpu_s", None),
+            ),
             whatif=self.whatif,
-            monitor=monitor_data,
-            gpu={"available": torch.cuda.is_available(), **self.syncs.to_dict()},
+            monitor=monitor,
+            gpu=self.syncs.info(available=torch.cuda.is_available()),
             notes=self.notes + self.collectives.notes,
             distributed=self._distributed_info(),
         )
+
+    def _loader_entry(self, loader_id: int, info: LoaderInfo) -> LoaderInfo:
+        if loader_id != self.clock.train_loader:
+            return replace(info, role="other")
+        return replace(info, role="train", dataset_spec=self._dataset_spec(loader_id))
 
     def _distributed_info(self) -> dict[str, Any] | None:
         c = self.collectives

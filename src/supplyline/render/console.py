@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-PHASE_LABEL = {
-    "data_wait": "data wait",
-    "transfer": "transfer",
-    "compute": "compute",
-    "collective": "collective",
-    "logging": "logging",
-    "checkpoint": "checkpoint",
-    "other": "other",
-}
-PHASE_STYLE = {
-    "data_wait": "red",
-    "transfer": "magenta",
-    "compute": "green",
-    "collective": "blue",
-    "logging": "yellow",
-    "checkpoint": "cyan",
-    "other": "white",
-}
+from supplyline import phases as P
+
+if TYPE_CHECKING:
+    from supplyline.analyze.report import Report
+
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 
 
@@ -35,100 +22,121 @@ def _bar(share: float, width: int = 24) -> str:
     return "█" * n + "·" * (width - n)
 
 
-def render_summary(report: dict[str, Any], out_dir: str, console: Console | None = None) -> None:
+def render_summary(report: Report, out_dir: str | None, console: Console | None = None) -> None:
+    """The summary on the terminal; ``out_dir`` None when no file could be written."""
     c = console or Console(stderr=True, highlight=False)
-    t = report["target"]
-    o = report["outcome"]
-    how = o.get("stop_message") or {
+    t, o = report.target, report.outcome
+    how = o.stop_message or {
         "completed": "ran to its end",
-        "exception": f"crashed ({o.get('exception_type')})",
-        "sys_exit": f"exited with {o['exit_code']}",
+        "exception": f"crashed ({o.exception_type})",
+        "sys_exit": f"exited with {o.exit_code}",
         "interrupted": "interrupted",
         "stopped": "stopped",
-    }.get(o["reason"], o["reason"])
-    c.rule(f"[bold]supplyline doctor[/] — {escape(os.path.basename(t['name']))} ({escape(how)})")
-    v = report["verdict"]
-    c.print(f"[bold]Verdict:[/] [bold]{v['bound'].upper()}[/] — {escape(v['sentence'])}")
-    s = report["steps"]
-    if s["observed"]:
-        rate = f"{s['samples_per_s']:.0f} samples/s" if s.get("samples_per_s") else ""
-        c.print(
-            f"\n[bold]Step time[/] median {s['step_ms_median']:.1f} ms · p95 {s['step_ms_p95']:.1f} ms · "
-            f"{s['steps_per_s']:.1f} steps/s {rate} · {s['observed']} steps observed"
-            + (f" (first {s['warmup_excluded']} excluded as warm-up)" if s["warmup_excluded"] else "")
-        )
-        for p, share in report["phase_share"].items():
-            ms = report["phase_ms_per_step"][p]
-            if p == "collective" and ms == 0:
-                continue  # one process, no collectives: keep the single-machine summary as it was
-            c.print(f"  {PHASE_LABEL[p]:<11}[{PHASE_STYLE[p]}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
-    w = report["whatif"]
-    if w["ran"]:
-        c.print(
-            f"\n[bold]What-if[/] (labelled phases after the observed steps): observed "
-            f"{w['observed_steps_per_s']:.1f} steps/s · compute-only {w['compute_only_steps_per_s']:.1f} · "
-            f"loader-only {w['loader_only_steps_per_s']:.1f}"
-            + (
-                f" → a step can go at most {w['consumer_bound_speedup']:.2f}× faster without the input side"
-                if w.get("consumer_bound_speedup")
-                else ""
-            )
-        )
-    d = report["dataloader"]
-    if d:
-        first = d.get("time_to_first_batch_s")
-        c.print(
-            f"\n[bold]DataLoader[/] batch_size={d['batch_size']} num_workers={d['num_workers']} "
-            f"pin_memory={d['pin_memory']} prefetch_factor={d['prefetch_factor']} "
-            f"persistent_workers={d['persistent_workers']}"
-            + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
-            + (
-                f" · workers {d['worker_cpu_pct_mean']:.0f}% CPU each"
-                if d.get("worker_cpu_pct_mean") is not None
-                else ""
-            )
-        )
-    if report["findings"]:
-        table = Table(show_header=True, header_style="bold", expand=False, show_lines=True)
-        table.add_column("#", justify="right")
-        table.add_column("check")
-        table.add_column("share", justify="right")
-        table.add_column("evidence → fix", overflow="fold")
-        table.add_column("gain", justify="right")
-        for i, f in enumerate(report["findings"], 1):
-            gain = f"{f['expected_speedup']:.2f}×" if f.get("expected_speedup") else "—"
-            table.add_row(
-                str(i),
-                f"[{SEVERITY_STYLE[f['severity']]}]{f['check']}[/]",
-                f"{f['share_of_step_time'] * 100:.0f}%",
-                f"{escape(f['evidence'])}\n[bold]fix:[/] {escape(f['fix'])}",
-                gain,
-            )
-        c.print(table)
-    else:
-        c.print("\n[green]No findings: the supply line keeps up.[/]")
-    if report["top_lines"]:
+    }.get(o.reason, o.reason)
+    c.rule(f"[bold]supplyline doctor[/] — {escape(os.path.basename(t.name))} ({escape(how)})")
+    v = report.verdict
+    c.print(f"[bold]Verdict:[/] [bold]{v.bound.upper()}[/] — {escape(v.sentence)}")
+    _steps(c, report)
+    _whatif(c, report)
+    _loader(c, report)
+    _findings(c, report)
+    if report.top_lines:
         c.print("\n[bold]Time outside the hooks, by line[/]")
-        for line in report["top_lines"][:5]:
+        for line in report.top_lines[:5]:
             c.print(
-                f"  {line['share_of_step_time'] * 100:5.1f}%  {escape(os.path.basename(line['file']))}:{line['line']}"
-                f"  {escape(line['code'])}  [dim]({line['phase']})[/]"
+                f"  {line.share_of_step_time * 100:5.1f}%  {escape(os.path.basename(line.file))}:{line.line}"
+                f"  {escape(line.code)}  [dim]({line.phase})[/]"
             )
-    util = report.get("utilization") or {}
-    gpu = util.get("gpu_util_pct")
+    _gpu(c, report)
+    for note in report.notes:
+        c.print(f"[dim]note: {escape(note)}[/]")
+    if out_dir is not None:
+        c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, report.html, trace.json)")
+
+
+def _steps(c: Console, report: Report) -> None:
+    s = report.steps
+    if not s.observed:
+        return
+    rate = f"{s.samples_per_s:.0f} samples/s" if s.samples_per_s else ""
+    c.print(
+        f"\n[bold]Step time[/] median {s.step_ms_median:.1f} ms · p95 {s.step_ms_p95:.1f} ms · "
+        f"{s.steps_per_s:.1f} steps/s {rate} · {s.observed} steps observed"
+        + (f" (first {s.warmup_excluded} excluded as warm-up)" if s.warmup_excluded else "")
+    )
+    for phase in P.PHASES:
+        share = report.phase_share.get(phase.name, 0.0)
+        ms = report.phase_ms_per_step.get(phase.name, 0.0)
+        if ms == 0 and not phase.shown_when_zero:
+            continue  # one process, no collectives: keep the single-machine summary as it was
+        c.print(f"  {phase.label:<11}[{phase.style}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
+
+
+def _whatif(c: Console, report: Report) -> None:
+    w = report.whatif
+    if not w.ran:
+        return
+    c.print(
+        f"\n[bold]What-if[/] (labelled phases after the observed steps): observed "
+        f"{w.observed_steps_per_s or 0:.1f} steps/s · compute-only {w.compute_only_steps_per_s or 0:.1f} · "
+        f"loader-only {w.loader_only_steps_per_s or 0:.1f}"
+        + (
+            f" → a step can go at most {w.consumer_bound_speedup:.2f}× faster without the input side"
+            if w.consumer_bound_speedup
+            else ""
+        )
+    )
+
+
+def _loader(c: Console, report: Report) -> None:
+    d = report.dataloader
+    if not d:
+        return
+    first = d.time_to_first_batch_s
+    c.print(
+        f"\n[bold]DataLoader[/] batch_size={d.batch_size} num_workers={d.num_workers} "
+        f"pin_memory={d.pin_memory} prefetch_factor={d.prefetch_factor} "
+        f"persistent_workers={d.persistent_workers}"
+        + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
+        + (f" · workers {d.worker_cpu_pct_mean:.0f}% CPU each" if d.worker_cpu_pct_mean is not None else "")
+    )
+
+
+def _findings(c: Console, report: Report) -> None:
+    if not report.findings:
+        c.print("\n[green]No findings: the supply line keeps up.[/]")
+        return
+    table = Table(show_header=True, header_style="bold", expand=False, show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("check")
+    table.add_column("share", justify="right")
+    table.add_column("evidence → fix", overflow="fold")
+    table.add_column("gain", justify="right")
+    for i, f in enumerate(report.findings, 1):
+        gain = f"{f.expected_speedup:.2f}×" if f.expected_speedup else "—"
+        table.add_row(
+            str(i),
+            f"[{SEVERITY_STYLE[f.severity]}]{f.check}[/]",
+            f"{f.share_of_step_time * 100:.0f}%",
+            f"{escape(f.evidence)}\n[bold]fix:[/] {escape(f.fix)}",
+            gain,
+        )
+    c.print(table)
+
+
+def _gpu(c: Console, report: Report) -> None:
+    util = report.utilization
+    gpu = util.gpu_util_pct
     if gpu:
-        osc = gpu["oscillation"]
+        osc = gpu.oscillation
         c.print(
-            f"\n[bold]GPU[/] utilization {gpu['mean']:.0f}% on average"
+            f"\n[bold]GPU[/] utilization {gpu.mean:.0f}% on average"
             + (
-                f"; it drops periodically (every {osc['period_s']:.1f} s, busy {osc['duty_cycle'] * 100:.0f}% of the time)"
-                " — the GPU waits for its supply"
-                if osc["oscillates"]
+                f"; it drops periodically (every {osc.period_s or 0:.1f} s, busy {(osc.duty_cycle or 0) * 100:.0f}% of "
+                "the time) — the GPU waits for its supply"
+                if osc.oscillates
                 else ""
             )
         )
-    elif util.get("gpu_note"):
-        c.print(f"[dim]GPU: {escape(util['gpu_note'])}[/]")
-    for note in report["notes"]:
-        c.print(f"[dim]note: {escape(note)}[/]")
-    c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, report.html, trace.json)")
+    elif util.gpu_note:
+        c.print(f"[dim]GPU: {escape(util.gpu_note)}[/]")

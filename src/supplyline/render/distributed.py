@@ -8,10 +8,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from supplyline.render.console import PHASE_LABEL
+from supplyline import phases as P
 
 MAX_RANK_ROWS = 16  # beyond this, the table shows the median and the worst rank per column instead
-COLUMNS = ("data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other")
+COLUMNS = P.PHASE_ORDER
+# Columns kept even when no rank spent time in them: the three that tell a straggler story.
+ALWAYS_SHOWN = (P.DATA_WAIT, P.COMPUTE, P.COLLECTIVE)
 
 
 def render_merged(report: dict[str, Any], out_dir: str, console: Console | None = None) -> None:
@@ -24,9 +26,7 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     shown = [r for r in rows if r["steps"]] if len(rows) <= MAX_RANK_ROWS else []
     sbs = report["side_by_side"]
     # Phases no rank spent time in stay out of the table, so it fits a terminal.
-    columns = [
-        p for p in COLUMNS if sbs and (sbs[p]["worst_ms"] >= 0.05 or p in ("data_wait", "compute", "collective"))
-    ]
+    columns = [p for p in COLUMNS if sbs and (sbs[p]["worst_ms"] >= 0.05 or p in ALWAYS_SHOWN)]
     nodes = len(job["nodes"]) > 1
     table = Table(
         show_header=True, header_style="bold", expand=False, title="ms per step, median over each rank's steps"
@@ -37,7 +37,7 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
     table.add_column("steps", justify="right")
     table.add_column("step", justify="right")
     for p in columns:
-        table.add_column(PHASE_LABEL[p], justify="right")
+        table.add_column(P.label(p), justify="right")
     straggler = (report["straggler"] or {}).get("rank")
     for r in shown:
         style = "bold red" if r["rank"] == straggler else ""

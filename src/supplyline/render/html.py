@@ -17,11 +17,12 @@ import os
 import time
 from typing import Any
 
-from supplyline.analyze.report import build_report
+from supplyline import phases as P
+from supplyline.analyze.report import Report
 from supplyline.record import RunRecord
-from supplyline.render.console import PHASE_LABEL
 from supplyline.render.html_assets import SCRIPT, STYLE
 from supplyline.render.html_data import finite, plot_data
+from supplyline.typed import to_plain
 
 # (data-plot key, caption); the time plots share one x axis: seconds since the run started.
 PLOTS = (
@@ -50,15 +51,14 @@ def script_hash(script: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
 
 
-def build_html(record: RunRecord, report: dict[str, Any] | None = None) -> str:
-    report = report or build_report(record)
-    data = plot_data(record)
-    data["whatif"] = report["whatif"]
+def build_html(report: Report, record: RunRecord) -> str:
+    data = plot_data(record, report.breakdown)
+    data["whatif"] = to_plain(report.whatif)
     csp = (
         f"default-src 'none'; script-src '{script_hash(SCRIPT)}'; style-src 'unsafe-inline'; "
         "img-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
     )
-    name = os.path.basename(report["target"]["name"]) or report["target"]["name"]
+    name = os.path.basename(report.target.name) or report.target.name
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -82,39 +82,37 @@ def build_html(record: RunRecord, report: dict[str, Any] | None = None) -> str:
     return "\n".join(parts)
 
 
-def _header(record: RunRecord, report: dict[str, Any]) -> str:
-    t, o, h = report["target"], report["outcome"], record.host
-    cmd = " ".join([t["name"], *t["args"]])
+def _header(record: RunRecord, report: Report) -> str:
+    t, o, h = report.target, report.outcome, record.host
+    cmd = " ".join([t.name, *t.args])
     when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(record.created_unix_s))
-    how = o.get("stop_message") or o["reason"]
+    how = o.stop_message or o.reason
     return (
-        f"<h1>supplyline report — {e(os.path.basename(t['name']) or t['name'])}</h1>"
-        f'<p class="meta"><span>{e(t["kind"])}: <code class="target">{e(cmd)}</code></span></p>'
-        f'<p class="meta"><span>cwd <code>{e(t["cwd"])}</code></span><span>{e(when)}</span>'
-        f"<span>outcome: {e(how)} (exit {e(o['exit_code'])}, {o['wall_s']:.1f} s)</span></p>"
+        f"<h1>supplyline report — {e(os.path.basename(t.name) or t.name)}</h1>"
+        f'<p class="meta"><span>{e(t.kind)}: <code class="target">{e(cmd)}</code></span></p>'
+        f'<p class="meta"><span>cwd <code>{e(t.cwd)}</code></span><span>{e(when)}</span>'
+        f"<span>outcome: {e(how)} (exit {e(o.exit_code)}, {o.wall_s:.1f} s)</span></p>"
         f'<p class="meta"><span>{e(h.platform)}</span><span>{h.cpu_count} cores</span>'
         f"<span>torch {e(h.torch_version)} ({h.torch_threads} threads)</span>"
         f"<span>GPU: {e(', '.join(h.gpu_names) or 'not available')}</span></p>"
     )
 
 
-def _verdict(report: dict[str, Any]) -> str:
-    v, s = report["verdict"], report["steps"]
-    out = [
-        f'<div class="verdict b-{e(v["bound"])}" id="verdict"><strong>{e(v["bound"])}</strong> — {e(v["sentence"])}</div>'
-    ]
-    if s["observed"]:
-        rate = f" · {s['samples_per_s']:.1f} samples/s" if s.get("samples_per_s") else ""
-        warm = f" (first {s['warmup_excluded']} excluded as warm-up)" if s["warmup_excluded"] else ""
+def _verdict(report: Report) -> str:
+    v, s = report.verdict, report.steps
+    out = [f'<div class="verdict b-{e(v.bound)}" id="verdict"><strong>{e(v.bound)}</strong> — {e(v.sentence)}</div>']
+    if s.observed:
+        rate = f" · {s.samples_per_s:.1f} samples/s" if s.samples_per_s else ""
+        warm = f" (first {s.warmup_excluded} excluded as warm-up)" if s.warmup_excluded else ""
         out.append(
-            f"<p>Step time median <b>{s['step_ms_median']:.1f} ms</b> · mean {s['step_ms_mean']:.1f} ms · "
-            f"p95 {s['step_ms_p95']:.1f} ms · {s['steps_per_s']:.2f} steps/s{rate} · "
-            f"{s['observed']} steps observed{warm}</p>"
+            f"<p>Step time median <b>{s.step_ms_median:.1f} ms</b> · mean {s.step_ms_mean:.1f} ms · "
+            f"p95 {s.step_ms_p95:.1f} ms · {s.steps_per_s:.2f} steps/s{rate} · "
+            f"{s.observed} steps observed{warm}</p>"
         )
         rows = "".join(
-            f'<tr><td>{e(PHASE_LABEL[p])}</td><td class="num">{share * 100:.1f}%</td>'
-            f'<td class="num">{report["phase_ms_per_step"][p]:.2f} ms</td></tr>'
-            for p, share in report["phase_share"].items()
+            f'<tr><td>{e(P.label(p))}</td><td class="num">{share * 100:.1f}%</td>'
+            f'<td class="num">{report.phase_ms_per_step[p]:.2f} ms</td></tr>'
+            for p, share in report.phase_share.items()
         )
         out.append(
             f'<table id="phases"><tr><th>phase</th><th class="num">share</th><th class="num">per step</th></tr>{rows}</table>'
@@ -138,32 +136,32 @@ def _time_plots() -> str:
     )
 
 
-def _whatif(report: dict[str, Any]) -> str:
-    w = report["whatif"]
+def _whatif(report: Report) -> str:
+    w = report.whatif
     gain = (
-        f"<p>Without the input side a step could go at most <b>{w['consumer_bound_speedup']:.2f}×</b> faster.</p>"
-        if w.get("consumer_bound_speedup")
+        f"<p>Without the input side a step could go at most <b>{w.consumer_bound_speedup:.2f}×</b> faster.</p>"
+        if w.consumer_bound_speedup
         else ""
     )
-    return f'<h2>What-if</h2><p class="meta">{e(w["label"])}</p>' + _figure("whatif", "Steps per second") + gain
+    return f'<h2>What-if</h2><p class="meta">{e(w.label)}</p>' + _figure("whatif", "Steps per second") + gain
 
 
-def _findings(report: dict[str, Any]) -> str:
-    if not report["findings"]:
+def _findings(report: Report) -> str:
+    if not report.findings:
         return '<h2>Findings</h2><p id="findings">No findings: the supply line keeps up.</p>'
     cards = []
-    for i, f in enumerate(report["findings"], 1):
-        gain = f" · expected gain {f['expected_speedup']:.2f}×" if f.get("expected_speedup") else ""
+    for i, f in enumerate(report.findings, 1):
+        gain = f" · expected gain {f.expected_speedup:.2f}×" if f.expected_speedup else ""
         cards.append(
-            f'<div class="finding"><div class="head"><span class="sev-{e(f["severity"])}">{i}. {e(f["check"])} '
-            f"({e(f['severity'])})</span> · {f['share_of_step_time'] * 100:.0f}% of step time{gain}</div>"
-            f'<div class="evidence">{e(f["evidence"])}</div><div class="fix"><b>Fix:</b> {e(f["fix"])}</div></div>'
+            f'<div class="finding"><div class="head"><span class="sev-{e(f.severity)}">{i}. {e(f.check)} '
+            f"({e(f.severity)})</span> · {f.share_of_step_time * 100:.0f}% of step time{gain}</div>"
+            f'<div class="evidence">{e(f.evidence)}</div><div class="fix"><b>Fix:</b> {e(f.fix)}</div></div>'
         )
     return '<h2>Findings</h2><div id="findings">' + "".join(cards) + "</div>"
 
 
-def _dataloader(report: dict[str, Any]) -> str:
-    d, rec = report.get("dataloader"), report.get("dataloader_recommended")
+def _dataloader(report: Report) -> str:
+    d, rec = report.dataloader, report.dataloader_recommended
     if not d:
         return '<h2>DataLoader</h2><p id="dataloader">No training DataLoader was identified.</p>'
     rows = "".join(
@@ -172,14 +170,14 @@ def _dataloader(report: dict[str, Any]) -> str:
         for k, v in (rec or {}).items()
     )
     facts = [
-        f"dataset {d.get('dataset_type')}" + (f" of {d['dataset_len']} items" if d.get("dataset_len") else ""),
-        f"stall: {d.get('stall')}",
+        f"dataset {d.dataset_type}" + (f" of {d.dataset_len} items" if d.dataset_len else ""),
+        f"stall: {d.stall}",
     ]
-    if d.get("time_to_first_batch_s") is not None:
-        facts.append(f"first batch {d['time_to_first_batch_s'] * 1e3:.0f} ms")
-    if d.get("worker_cpu_pct_mean") is not None:
-        facts.append(f"workers {d['worker_cpu_pct_mean']:.0f}% of a core each")
-    tune = f"<p>Measure instead of guessing: <code>{e(d['tune_command'])}</code></p>" if d.get("tune_command") else ""
+    if d.time_to_first_batch_s is not None:
+        facts.append(f"first batch {d.time_to_first_batch_s * 1e3:.0f} ms")
+    if d.worker_cpu_pct_mean is not None:
+        facts.append(f"workers {d.worker_cpu_pct_mean:.0f}% of a core each")
+    tune = f"<p>Measure instead of guessing: <code>{e(d.tune_command)}</code></p>" if d.tune_command else ""
     return (
         "<h2>DataLoader</h2>"
         f'<p class="meta">{e(" · ".join(facts))}</p>'
@@ -188,14 +186,14 @@ def _dataloader(report: dict[str, Any]) -> str:
     )
 
 
-def _top_lines(report: dict[str, Any]) -> str:
-    lines = report["top_lines"] + report.get("data_wait_lines", [])
+def _top_lines(report: Report) -> str:
+    lines = report.top_lines + report.data_wait_lines
     if not lines:
         return '<h2>Source lines</h2><p id="lines">No source lines were sampled inside the steps.</p>'
     rows = "".join(
-        f'<tr><td class="num">{line["share_of_step_time"] * 100:.1f}%</td><td>{e(line["phase"])}</td>'
-        f"<td><code title='{e(line['file'])}'>{e(os.path.basename(line['file']))}:{e(line['line'])}</code></td>"
-        f"<td><code>{e(line['function'])}</code></td><td><code>{e(line['code'])}</code></td></tr>"
+        f'<tr><td class="num">{line.share_of_step_time * 100:.1f}%</td><td>{e(line.phase)}</td>'
+        f"<td><code title='{e(line.file)}'>{e(os.path.basename(line.file))}:{e(line.line)}</code></td>"
+        f"<td><code>{e(line.function)}</code></td><td><code>{e(line.code)}</code></td></tr>"
         for line in lines
     )
     return (
@@ -205,7 +203,7 @@ def _top_lines(report: dict[str, Any]) -> str:
     )
 
 
-def _notes(report: dict[str, Any]) -> str:
-    if not report["notes"]:
+def _notes(report: Report) -> str:
+    if not report.notes:
         return ""
-    return '<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{e(n)}</li>" for n in report["notes"]) + "</ul>"
+    return '<h2>Notes</h2><ul class="notes">' + "".join(f"<li>{e(n)}</li>" for n in report.notes) + "</ul>"

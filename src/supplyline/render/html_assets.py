@@ -39,11 +39,9 @@ SCRIPT = r"""
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var D = JSON.parse(document.getElementById("supplyline-data").textContent);
-  var PHASE_COLOR = {data_wait: "#d62728", transfer: "#9467bd", compute: "#2ca02c", collective: "#1f3fbf",
-                     logging: "#e6b800", checkpoint: "#17becf", other: "#8c8c8c", warmup: "#c8c8c8", whatif: "#dddddd"};
-  var PHASE_LABEL = {data_wait: "data wait", transfer: "transfer", compute: "compute", collective: "collective (waiting for other ranks)",
-                     logging: "logging", checkpoint: "checkpoint", other: "other", warmup: "warm-up step (not analysed)",
-                     whatif: "what-if replay step"};
+  // The phase table comes from the Python side (supplyline/phases.py) through the embedded JSON.
+  var PHASE_COLOR = D.phases.colour;
+  var PHASE_LABEL = D.phases.label;
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
                  "#bcbd22", "#17becf"];
   var W = 900, H = 178, M = {l: 58, r: 14, t: 20, b: 24};
@@ -202,7 +200,7 @@ SCRIPT = r"""
       for (var i = 0; i < n; i++) {
         var x = sc.sx(s.start_s[i]), w = Math.max(sc.sx(s.start_s[i] + s.duration_ms[i] / 1e3) - x, 0.8);
         var parts = s.kind[i] === "observed"
-          ? D.phase_order.map(function (p) { return [p, s.phases_ms[p][i] || 0]; })
+          ? D.phases.order.map(function (p) { return [p, s.phases_ms[p][i] || 0]; })
           : [[s.kind[i], s.duration_ms[i]]];
         var base = 0;
         parts.forEach(function (pv) {
@@ -212,8 +210,8 @@ SCRIPT = r"""
           base += pv[1];
         });
       }
-      var kinds = D.phase_order.concat(["warmup", "whatif"]).filter(function (k) {
-        return D.phase_order.indexOf(k) >= 0 ? s.phases_ms[k].some(function (v) { return v > 0; }) : s.kind.indexOf(k) >= 0;
+      var kinds = D.phases.order.concat(["warmup", "whatif"]).filter(function (k) {
+        return D.phases.order.indexOf(k) >= 0 ? s.phases_ms[k].some(function (v) { return v > 0; }) : s.kind.indexOf(k) >= 0;
       });
       legend(fig, kinds.map(function (k) { return {label: PHASE_LABEL[k], color: PHASE_COLOR[k]}; }));
       registerTime(fig, svg, sc, function (t) {
@@ -221,7 +219,7 @@ SCRIPT = r"""
           if (t >= s.start_s[j] && t <= s.start_s[j] + s.duration_ms[j] / 1e3) {
             var txt = "step " + j + ": " + fmt(s.duration_ms[j]) + " ms";
             if (s.kind[j] !== "observed") { return txt + " (" + PHASE_LABEL[s.kind[j]] + ")"; }
-            return txt + " — " + D.phase_order.filter(function (p) { return s.phases_ms[p][j] > 0; })
+            return txt + " — " + D.phases.order.filter(function (p) { return s.phases_ms[p][j] > 0; })
               .map(function (p) { return PHASE_LABEL[p] + " " + fmt(s.phases_ms[p][j]); }).join(" · ");
           }
         }

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from supplyline.analyze.breakdown import PHASE_ORDER, breakdown
+from supplyline import phases as P
+from supplyline.analyze.breakdown import Breakdown
+from supplyline.collect.samples import ProcessSample, Sample
 from supplyline.record import RunRecord
 
 GIB = 2**30
@@ -28,14 +30,15 @@ def finite(value: Any) -> Any:
     return value
 
 
-def plot_data(record: RunRecord) -> dict[str, Any]:
-    steps = _steps(record)
+def plot_data(record: RunRecord, b: Breakdown) -> dict[str, Any]:
+    """The plotted series: per-step phases from the report's breakdown, raw series from the record."""
+    steps = _steps(record, b)
     monitor = _monitor(record)
     ends = [s + d / 1e3 for s, d in zip(steps["start_s"], steps["duration_ms"])] + monitor["t_s"]
     return finite(
         {
             "t_end_s": max(ends) if ends else 0.0,
-            "phase_order": list(PHASE_ORDER),
+            "phases": P.page_table(),
             "steps": steps,
             "histogram": _histogram(steps),
             "monitor": monitor,
@@ -43,17 +46,16 @@ def plot_data(record: RunRecord) -> dict[str, Any]:
     )
 
 
-def _steps(record: RunRecord) -> dict[str, Any]:
-    b = breakdown(record)
+def _steps(record: RunRecord, b: Breakdown) -> dict[str, Any]:
     st = record.steps
     observed = record.observed_steps
     position = {i: k for k, i in enumerate(observed[b.warmup_steps_excluded :])}
     kinds: list[str] = []
-    phases: dict[str, list[float | None]] = {p: [] for p in PHASE_ORDER}
+    phases: dict[str, list[float | None]] = {p: [] for p in P.PHASE_ORDER}
     for i in range(len(st.get("duration_s", []))):
         pos = position.get(i)
         kinds.append("observed" if pos is not None else "whatif" if st["whatif"][i] else "warmup")
-        for p in PHASE_ORDER:
+        for p in P.PHASE_ORDER:
             phases[p].append(b.per_step_phase_s[p][pos] * 1e3 if pos is not None else None)
     return {
         "start_s": list(st.get("start_s", [])),
@@ -76,9 +78,9 @@ def _histogram(steps: dict[str, Any], bins: int = 24) -> dict[str, Any]:
 
 
 def _monitor(record: RunRecord) -> dict[str, Any]:
-    mon = record.monitor or {}
-    samples = mon.get("samples") or []
-    t0 = mon.get("t0_unix_s")
+    mon = record.monitor
+    samples = mon.samples
+    t0 = mon.t0_unix_s
     empty: dict[str, Any] = {
         "t_s": [],
         "cpu_busy": [],
@@ -96,24 +98,24 @@ def _monitor(record: RunRecord) -> dict[str, Any]:
             f"no host monitor samples in this record ({why})" if why else "no host monitor samples in this record"
         )
         return empty
-    t = [s["time_unix_s"] - t0 for s in samples]
-    n_cores = max(len(s["cpu"].get("per_core_busy_pct") or []) for s in samples)
-    cores = [[_at(s["cpu"].get("per_core_busy_pct") or [], c) for s in samples] for c in range(n_cores)]
+    t = [s.time_unix_s - t0 for s in samples]
+    n_cores = max(len(s.cpu.per_core_busy_pct) for s in samples)
+    cores = [[_at(s.cpu.per_core_busy_pct, c) for s in samples] for c in range(n_cores)]
     return {
         "t_s": t,
-        "cpu_busy": [s["cpu"]["busy_pct"] for s in samples],
+        "cpu_busy": [s.cpu.busy_pct for s in samples],
         "cpu_cores": cores,
         "trainer_cpu": [_root_cpu(s) for s in samples],
         "workers": _workers(samples),
         "memory": {
-            "used_gib": [s["memory"]["used_bytes"] / GIB for s in samples],
-            "page_cache_gib": [s["memory"]["page_cache_bytes"] / GIB for s in samples],
-            "rss_gib": [sum(p["rss_bytes"] for p in s.get("processes", [])) / GIB for s in samples],
-            "total_gib": samples[-1]["memory"]["total_bytes"] / GIB,
+            "used_gib": [s.memory.used_bytes / GIB for s in samples],
+            "page_cache_gib": [s.memory.page_cache_bytes / GIB for s in samples],
+            "rss_gib": [sum(p.rss_bytes for p in s.processes) / GIB for s in samples],
+            "total_gib": samples[-1].memory.total_bytes / GIB,
         },
         "disks": _disks(samples),
         "gpus": _gpus(samples),
-        "note": mon.get("gpu_note"),
+        "note": mon.gpu_note,
     }
 
 
@@ -121,54 +123,57 @@ def _at(values: list[float], k: int) -> float | None:
     return values[k] if k < len(values) else None
 
 
-def _root_cpu(sample: dict[str, Any]) -> float | None:
-    return next((p["cpu_pct"] for p in sample.get("processes", []) if p["role"] == "root"), None)
+def _root_cpu(sample: Sample) -> float | None:
+    return next((p.cpu_pct for p in sample.processes if p.role == "root"), None)
 
 
-def _workers(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _process(sample: Sample, pid: int) -> ProcessSample | None:
+    return next((p for p in sample.processes if p.pid == pid), None)
+
+
+def _workers(samples: list[Sample]) -> list[dict[str, Any]]:
     """One CPU series per child process (DataLoader workers), null where the process did not exist."""
     pids: dict[int, str] = {}
     for s in samples:
-        for p in s.get("processes", []):
-            if p["role"] != "root":
-                pids.setdefault(p["pid"], p.get("name") or "")
+        for p in s.processes:
+            if p.role != "root":
+                pids.setdefault(p.pid, p.name or "")
     out = []
     for pid, name in pids.items():
-        series = [next((p["cpu_pct"] for p in s.get("processes", []) if p["pid"] == pid), None) for s in samples]
+        series = [(proc.cpu_pct if (proc := _process(s, pid)) else None) for s in samples]
         out.append({"pid": pid, "name": name, "cpu": series})
     return out
 
 
-def _disks(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _disks(samples: list[Sample]) -> list[dict[str, Any]]:
     names: dict[str, float] = {}
     for s in samples:
-        for d in s.get("disks", []):
-            names[d["device"]] = names.get(d["device"], 0.0) + d["read_mb_per_s"] + d["write_mb_per_s"] + d["util_pct"]
-    busiest = sorted((n for n in names if names[n] > 0), key=lambda n: -names[n])[
-        :MAX_DISKS
-    ]  # idle devices say nothing
+        for d in s.disks:
+            names[d.device] = names.get(d.device, 0.0) + d.read_mb_per_s + d.write_mb_per_s + d.util_pct
+    # Busiest devices only, idle ones say nothing.
+    busiest = sorted((n for n in names if names[n] > 0), key=lambda n: -names[n])[:MAX_DISKS]
     out = []
     for dev in busiest:
-        rows = [next((d for d in s.get("disks", []) if d["device"] == dev), None) for s in samples]
+        rows = [next((d for d in s.disks if d.device == dev), None) for s in samples]
         out.append(
             {
                 "device": dev,
-                "read_mb_per_s": [r["read_mb_per_s"] if r else None for r in rows],
-                "write_mb_per_s": [r["write_mb_per_s"] if r else None for r in rows],
-                "util_pct": [r["util_pct"] if r else None for r in rows],
+                "read_mb_per_s": [r.read_mb_per_s if r else None for r in rows],
+                "write_mb_per_s": [r.write_mb_per_s if r else None for r in rows],
+                "util_pct": [r.util_pct if r else None for r in rows],
             }
         )
     return out
 
 
-def _gpus(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _gpus(samples: list[Sample]) -> list[dict[str, Any]]:
     indices: dict[int, str] = {}
     for s in samples:
-        for g in s.get("gpus", []):
-            indices.setdefault(g["index"], g.get("name") or "")
+        for g in s.gpus:
+            indices.setdefault(g.index, g.name or "")
     out = []
     for idx, name in sorted(indices.items()):
-        util = [next((g.get("util_pct") for g in s.get("gpus", []) if g["index"] == idx), None) for s in samples]
+        util = [next((g.util_pct for g in s.gpus if g.index == idx), None) for s in samples]
         if any(u is not None for u in util):
             out.append({"index": idx, "name": name, "util_pct": util})
     return out

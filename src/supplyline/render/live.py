@@ -21,19 +21,14 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
+from supplyline import phases as P
 from supplyline.collect.steps import StepClock
-from supplyline.render.console import PHASE_STYLE
 from supplyline.render.inplace import TerminalPanel
 
-# Hooked phases the clock measures directly; the rest of a step is the model and the user's code.
-LIVE_PHASES = (
-    ("data_wait", "data wait"),
-    ("transfer", "transfer"),
-    ("logging", "logging"),
-    ("checkpoint", "checkpoint"),
-    ("collective", "collective"),
-)
-REST_STYLE = "green"
+# The hooked phases the clock measures directly (from the phase table); the rest of a step is the
+# model and the user's code, drawn in the compute colour.
+LIVE_PHASES = tuple(p for p in P.PHASES if p.hooked)
+REST_STYLE = P.style(P.COMPUTE)
 
 
 def recent_steps(clock: StepClock, window: int) -> dict[str, list[float]]:
@@ -85,14 +80,14 @@ def panel(title: str, steps: dict[str, list[float]], sample: dict[str, Any] | No
                 f"rate   {len(dur) / total:.1f} steps/s · {total * 1e3 / len(dur):.0f} ms/step (last {len(dur)} steps)"
             )
         )
-        shares = [(sum(steps[f"{p}_s"]) / total, p, label) for p, label in LIVE_PHASES]
-        rest = max(0.0, 1.0 - sum(s for s, _, _ in shares))
-        parts = [(s, PHASE_STYLE[p]) for s, p, _ in shares] + [(rest, REST_STYLE)]
+        shares = [(sum(steps.get(f"{p.name}_s", [])) / total, p) for p in LIVE_PHASES]
+        rest = max(0.0, 1.0 - sum(s for s, _ in shares))
+        parts = [(s, p.style) for s, p in shares] + [(rest, REST_STYLE)]
         split = Text("phases ")
         split.append_text(_bar(parts))
-        for s, p, label in shares:
+        for s, p in shares:
             if s >= 0.005:
-                split.append(f" {label} {s * 100:.0f}%", style=PHASE_STYLE[p])
+                split.append(f" {p.label} {s * 100:.0f}%", style=p.style)
         split.append(f" model+code {rest * 100:.0f}%", style=REST_STYLE)
         lines.append(split)
     lines.extend(_host_lines(sample))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from supplyline.analyze.breakdown import breakdown
+from supplyline.analyze.breakdown import Breakdown
 from supplyline.record import RunRecord
 
 TRAIN_TID = 1
@@ -25,21 +25,22 @@ def _us(seconds: float) -> int:
 
 def trainer_pid(record: RunRecord) -> int:
     """The watched process's real pid when the monitor saw it (keeps worker pids distinct), else a stand-in."""
-    for s in record.monitor.get("samples") or []:
-        for p in s.get("processes", []):
-            if p["role"] == "root":
-                return int(p["pid"])
+    for s in record.monitor.samples:
+        for p in s.processes:
+            if p.role == "root":
+                return p.pid
     return os.getpid() if record.target.kind == "library" else 1
 
 
-def build_trace(record: RunRecord) -> dict[str, Any]:
+def build_trace(record: RunRecord, b: Breakdown) -> dict[str, Any]:
+    """The trace of the run: raw steps and samples from the record, phase splits from the report's breakdown."""
     pid = trainer_pid(record)
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"trainer: {record.target.name}"}},
         {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": 0}},
         {"ph": "M", "name": "thread_name", "pid": pid, "tid": TRAIN_TID, "args": {"name": "training thread"}},
     ]
-    events.extend(_steps(record, pid))
+    events.extend(_steps(record, b, pid))
     events.extend(_counters(record, pid))
     return {
         "traceEvents": events,
@@ -48,8 +49,7 @@ def build_trace(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def _steps(record: RunRecord, pid: int) -> list[dict[str, Any]]:
-    b = breakdown(record)
+def _steps(record: RunRecord, b: Breakdown, pid: int) -> list[dict[str, Any]]:
     st = record.steps
     observed = record.observed_steps
     kept = set(observed)
@@ -107,53 +107,39 @@ def _counter(name: str, pid: int, ts: float, args: dict[str, Any]) -> dict[str, 
 
 def _counters(record: RunRecord, pid: int) -> list[dict[str, Any]]:
     mon = record.monitor
-    t0 = mon.get("t0_unix_s")
+    t0 = mon.t0_unix_s
     out: list[dict[str, Any]] = []
     if t0 is None:
         return out
     named: set[int] = set()
-    for s in mon.get("samples") or []:
-        ts = _us(s["time_unix_s"] - t0)
+    for s in mon.samples:
+        ts = _us(s.time_unix_s - t0)
         if ts < 0:
             continue
-        cpu = s["cpu"]
-        out.append(_counter("CPU busy (%)", pid, ts, {"all cores": cpu["busy_pct"]}))
-        cores = {f"core{k}": v for k, v in enumerate(cpu.get("per_core_busy_pct") or [])}
+        cpu = s.cpu
+        out.append(_counter("CPU busy (%)", pid, ts, {"all cores": cpu.busy_pct}))
+        cores = {f"core{k}": v for k, v in enumerate(cpu.per_core_busy_pct)}
         if cores:
             out.append(_counter("CPU per core (%)", pid, ts, cores))
-        out.append(
-            _counter(
-                "memory (GiB)",
-                pid,
-                ts,
-                {"used": s["memory"]["used_bytes"] / GIB, "page cache": s["memory"]["page_cache_bytes"] / GIB},
-            )
-        )
-        for d in s.get("disks", []):
-            out.append(
-                _counter(
-                    f"disk {d['device']} (MB/s)", pid, ts, {"read": d["read_mb_per_s"], "write": d["write_mb_per_s"]}
-                )
-            )
-            out.append(_counter(f"disk {d['device']} util (%)", pid, ts, {"util": d["util_pct"]}))
-        for g in s.get("gpus", []):
-            if g.get("util_pct") is not None:
-                out.append(_counter(f"GPU{g['index']} util (%)", pid, ts, {"util": g["util_pct"]}))
-        for p in s.get("processes", []):
-            wpid = int(p["pid"])
-            if p["role"] != "root" and wpid not in named:
-                named.add(wpid)
-                out.append(
-                    {
-                        "ph": "M",
-                        "name": "process_name",
-                        "pid": wpid,
-                        "tid": 0,
-                        "args": {"name": f"DataLoader worker {wpid}"},
-                    }
-                )
-                out.append(
-                    {"ph": "M", "name": "process_sort_index", "pid": wpid, "tid": 0, "args": {"sort_index": len(named)}}
-                )
-            out.append(_counter("CPU (% of a core)", wpid, ts, {"cpu": p["cpu_pct"]}))
+        memory = {"used": s.memory.used_bytes / GIB, "page cache": s.memory.page_cache_bytes / GIB}
+        out.append(_counter("memory (GiB)", pid, ts, memory))
+        for d in s.disks:
+            rates = {"read": d.read_mb_per_s, "write": d.write_mb_per_s}
+            out.append(_counter(f"disk {d.device} (MB/s)", pid, ts, rates))
+            out.append(_counter(f"disk {d.device} util (%)", pid, ts, {"util": d.util_pct}))
+        for g in s.gpus:
+            if g.util_pct is not None:
+                out.append(_counter(f"GPU{g.index} util (%)", pid, ts, {"util": g.util_pct}))
+        for p in s.processes:
+            if p.role != "root" and p.pid not in named:
+                named.add(p.pid)
+                out.extend(_worker_names(p.pid, len(named)))
+            out.append(_counter("CPU (% of a core)", p.pid, ts, {"cpu": p.cpu_pct}))
     return out
+
+
+def _worker_names(pid: int, sort_index: int) -> list[dict[str, Any]]:
+    return [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"DataLoader worker {pid}"}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": sort_index}},
+    ]

@@ -1,0 +1,110 @@
+"""What the collectors hand to the record, as typed objects that need no torch to load.
+
+The hooks (``collect/torch_hooks.py``), the stack sampler, the sync counter and the monitor fill
+these on the training machine; ``record.py`` keeps them as they are and converts them to JSON
+only when the record is saved. ``supplyline report`` and ``compare`` load them back without
+importing torch. Times are seconds, sizes bytes; the JSON keys are the field names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from supplyline.collect.samples import Sample
+
+LoaderRole = Literal["train", "other"]
+
+
+@dataclass
+class LoaderInfo:
+    """One DataLoader the job iterated, as the hooks saw it."""
+
+    loader_id: int
+    batch_size: int | None
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    persistent_workers: bool
+    multiprocessing_context: str | None
+    dataset_type: str
+    dataset_len: int | None
+    dataset_module: str | None
+    epochs_started: int = 0
+    iter_create_s: list[float] = field(default_factory=list)
+    first_batch_s: list[float] = field(default_factory=list)  # per epoch: iterator creation + first fetch
+    batches_fetched: int = 0
+    fetch_wait_s: float = 0.0
+    batch_bytes: int | None = None
+    # Set when the record is built: the loader whose batches fed optimizer steps is "train".
+    role: LoaderRole = "other"
+    dataset_spec: str | None = None  # MODULE:ATTR of its dataset, when the doctor could name it
+
+
+@dataclass
+class TransferStats:
+    """Host-to-device copies on the training thread (CUDA only)."""
+
+    copies: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    pinned: int = 0
+    pageable: int = 0
+    non_blocking: int = 0
+    blocking: int = 0
+
+
+@dataclass
+class SaveEvent:
+    """One checkpoint save call."""
+
+    kind: str  # "torch.save" | "dcp.save" | "dcp.async_save"
+    start_s: float
+    duration_s: float
+    target: str
+    in_step: bool
+
+
+@dataclass
+class LineSample:
+    """Stack samples that landed on one source line in one phase."""
+
+    phase: str  # hooked phase at sample time, or "unhooked"
+    category: str  # "torch" (inside model/autograd/optimizer code) or "user"
+    file: str
+    line: int
+    function: str
+    samples: int
+
+
+@dataclass
+class SamplerInfo:
+    interval_s: float
+    samples: int
+    cpu_s: float  # the stack sampler thread's own CPU time
+    monitor_cpu_s: float | None = None  # the host monitor thread's own CPU time
+
+
+@dataclass
+class SyncLine:
+    file: str
+    line: int
+    function: str
+    count: int
+
+
+@dataclass
+class GpuInfo:
+    available: bool
+    syncs: int = 0  # host-device synchronizations seen (CUDA sync debug mode)
+    sync_lines: list[SyncLine] = field(default_factory=list)
+
+
+@dataclass
+class MonitorInfo:
+    """The host monitor's samples over the run; ``t0_unix_s`` is the step clock's zero."""
+
+    interval_s: float
+    samples: list[Sample] = field(default_factory=list)
+    gpu_note: str | None = None
+    t0_unix_s: float | None = None
