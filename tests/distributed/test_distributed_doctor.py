@@ -195,7 +195,7 @@ def test_records_from_before_the_collective_phase_still_load(straggler_run, tmp_
     record = load_record(str(path))
     assert record.distributed is None
     report = build_report(record)
-    assert report["phase_ms_per_step"]["collective"] == 0.0 and report["verdict"]["bound"] == "input"
+    assert report.phase_ms_per_step["collective"] == 0.0 and report.verdict.bound == "input"
 
 
 def test_report_command_merges_a_torchrun_directory(straggler_run, tmp_path):

@@ -64,11 +64,11 @@ def test_bad_input_is_one_line_exit_2(tmp_path, base_run: str, case: str) -> Non
     assert {
         "missing_dir": "no run record",
         "no_record": "no run record",
-        "corrupt": "cannot read",
+        "corrupt": "is not a supplyline run record (not valid JSON",
         "schema": "schema version 99",
         "malformed": "'target' is malformed",
         "not_object": "not a supplyline run record",
-        "inconsistent": "is inconsistent (KeyError",
+        "inconsistent": "record field 'steps.duration_s' is missing",
     }[case] in line
     assert not (d / "report.html").exists()
     _one_line_error(supplyline(["compare", base_run, str(d)]), "compare")

@@ -168,7 +168,7 @@ def side_by_side(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     metrics = {
         "step": lambda r: r["step_ms"],
         "own": lambda r: r["own_ms"],
-        **{p: (lambda r, p=p: r["phase_ms"][p]) for p in PHASE_ORDER},
+        **{p: (lambda r, p=p: r["phase_ms"][p]) for p in P.PHASE_ORDER},
     }
     for name, get in metrics.items():
         if not rows:

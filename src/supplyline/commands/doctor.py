@@ -6,8 +6,14 @@ import argparse
 import contextlib
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from supplyline.errors import UserError
+
+if TYPE_CHECKING:  # the command module stays light: torch loads only when a job runs
+    from supplyline.analyze.report import Report
+    from supplyline.doctor.ranks import RankInfo
+    from supplyline.record import RunRecord
 
 NAME = "doctor"
 HELP = "run a training script unchanged and find what starves it (data wait, transfer, logging, checkpoints)"
@@ -166,10 +172,10 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     return outcome.exit_code
 
 
-def _finish_rank(record, report: dict, rank, root_dir: str, quiet: bool) -> None:  # type: ignore[no-untyped-def]
+def _finish_rank(record: RunRecord, report: Report | None, rank: RankInfo, root_dir: str, quiet: bool) -> None:
     from supplyline.doctor.ranks import finish_rank
 
-    if not quiet and report.get("verdict"):
-        v = report["verdict"]
-        print(f"supplyline doctor: rank {rank.rank}: {v['bound'].upper()} — {v['sentence']}", file=sys.stderr)
+    if not quiet and report is not None:
+        v = report.verdict
+        print(f"supplyline doctor: rank {rank.rank}: {v.bound.upper()} — {v.sentence}", file=sys.stderr)
     finish_rank(record, rank, root_dir, quiet)

@@ -12,9 +12,12 @@ import atexit
 import os
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from supplyline.record import RunRecord, TargetInfo
+
+if TYPE_CHECKING:
+    from supplyline.analyze.report import Report
 
 
 class CallbackCore:
@@ -27,7 +30,7 @@ class CallbackCore:
         self.quiet = quiet
         self.session: Any = None
         self.record: RunRecord | None = None
-        self.report: dict[str, Any] | None = None
+        self.report: Report | None = None
 
     @property
     def active(self) -> bool:

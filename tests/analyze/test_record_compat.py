@@ -1,0 +1,47 @@
+"""A record.json written by the doctor before the typed record still loads, and analyses to the same report."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from supplyline.analyze.report import build_report
+from supplyline.collect.events import LoaderInfo, SamplerInfo
+from supplyline.collect.samples import Sample
+from supplyline.fixes import snippets
+from supplyline.record import RunRecord, load_record
+
+HERE = os.path.join(os.path.dirname(__file__), "fixtures")
+OLD_RECORD = os.path.join(HERE, "record_v1_demo.json")  # supplyline 0.1 doctor on the bundled demo, 30 steps
+OLD_REPORT = os.path.join(HERE, "report_v1_demo.json")  # the report the same code derived from it
+
+
+def _without_code(value: Any) -> Any:
+    """Source text is read from the script's file at analysis time; that file is not in the fixture."""
+    if isinstance(value, dict):
+        return {k: _without_code(v) for k, v in value.items() if k != "code"}
+    if isinstance(value, list):
+        return [_without_code(v) for v in value]
+    return value
+
+
+def test_old_record_loads_as_typed_objects() -> None:
+    record = load_record(OLD_RECORD)
+    assert isinstance(record.loaders[0], LoaderInfo) and record.train_loader is not None
+    assert isinstance(record.sampler, SamplerInfo)
+    assert record.monitor.samples and isinstance(record.monitor.samples[0], Sample)
+    assert record.monitor.samples[0].cpu.busy_pct >= 0
+
+
+def test_old_record_round_trips() -> None:
+    with open(OLD_RECORD, encoding="utf-8") as fh:
+        data = json.load(fh)
+    assert RunRecord.from_dict(data).to_dict() == data
+
+
+def test_old_record_gives_the_same_report() -> None:
+    with open(OLD_REPORT, encoding="utf-8") as fh:
+        old = json.load(fh)
+    new = json.loads(json.dumps(build_report(load_record(OLD_RECORD), snippets).to_dict()))
+    assert _without_code(new) == _without_code(old)
