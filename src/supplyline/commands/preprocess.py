@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from supplyline.preprocess import profile_dataset, resolve_target
+    from supplyline.preprocess import Target, profile_dataset
     from supplyline.preprocess.render import render
     from supplyline.target import load_attr
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
-    target = resolve_target(load_attr(args.target), args.target)
+    target = Target.of(load_attr(args.target), args.target)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
