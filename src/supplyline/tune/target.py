@@ -109,7 +109,7 @@ def target_for_dataset(name: str, dataset: Any, batch_size: int) -> TuneTarget:
 def _from_loader(spec: str, found: UserDataset, batch_size: int | None) -> TuneTarget:
     from torch.utils.data import RandomSampler, SequentialSampler
 
-    loader = found.loader
+    loader: Any = found.loader  # not None: resolve_target only comes here with one
     if loader.batch_size is None:
         raise UserError(f"{spec} uses a custom batch_sampler; pass its dataset instead so batch size can be set")
     kept: dict[str, Any] = {"drop_last": loader.drop_last}
