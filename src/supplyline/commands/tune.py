@@ -85,7 +85,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _kept_notes(kwargs: dict[str, Any]) -> list[str]:
-    kept = [k for k in ("shuffle", "sampler", "collate_fn", "worker_init_fn") if k in kwargs]
+    kept: list[str] = [k for k in ("shuffle", "sampler", "collate_fn", "worker_init_fn") if k in kwargs]
     if kwargs.get("drop_last"):
         kept.append("drop_last")
     return [f"keep from your DataLoader: {', '.join(kept)}"] if kept else []
