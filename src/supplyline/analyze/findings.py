@@ -1,5 +1,5 @@
-"""RunRecord -> findings and one verdict. One small rule per checkpoint of the seed, each with its
-evidence (what was measured), its fix (what to change) and the speedup to expect.
+"""RunRecord -> findings and one verdict. One small rule per checkpoint (docs/how-it-works.md), each
+with its evidence (what was measured), its fix (what to change) and the speedup to expect.
 
 Expected speedups: with the what-if phases, fixing the input side can at best bring the step to
 the consumer's own rate (compute-only replay): observed step / compute-only step. Without them, and

@@ -97,7 +97,7 @@ def report_from_saved(path: str) -> tuple[RunRecord, dict[str, Any]]:
 
 def _utilization(record: RunRecord) -> dict[str, Any]:
     """GPU utilization and total worker CPU over time, with the periodic-drop detector of the monitor
-    (the seed's tip: utilization that keeps dropping from high to low means the GPU waits for data)."""
+    (utilization that keeps dropping from high to low means the GPU waits for data: docs/how-it-works.md)."""
     from supplyline.analyze.oscillation import detect_oscillation
 
     samples = record.monitor.get("samples") or []

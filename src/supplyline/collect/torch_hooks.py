@@ -2,7 +2,7 @@
 checkpoints. Each patch is undone by ``uninstall``; each wrapper is a few attribute reads and two
 clock reads, because it runs on the training thread every step.
 
-Where the hooks sit and why (see NOTES.md):
+Where the hooks sit and why:
 - ``_BaseDataLoaderIter.__next__`` is defined once on the base class; both iterators inherit it.
 - ``DataLoader.__iter__`` creates the iterator (and starts the workers): its time is data wait too.
 - ``register_optimizer_step_pre/post_hook`` are global and cover every ``torch.optim.Optimizer``.

@@ -168,7 +168,7 @@ class _Session:
         monitor.stop()
         summary = monitor.summary()
         render_monitor_summary(summary, monitor.gpu_status, title)
-        # The seed's tip: utilization that drops periodically means waiting for data. Said only when seen.
+        # Utilization that drops periodically means waiting for data (docs/how-it-works.md). Said only when seen.
         gpu_util = [m for m in summary.metrics if m.startswith("gpu") and m.endswith(".util_pct")]
         for name in [*gpu_util, "tree.root_cpu_pct", "tree.children_cpu_pct"]:
             times, values = metric_series(monitor.samples, name)
