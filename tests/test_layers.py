@@ -8,6 +8,8 @@ reaches (``supplyline.collect.sampler`` -> ``collect``). On that graph:
 - ``collect`` measures; it imports neither ``analyze`` nor ``render``;
 - ``analyze`` decides from what it is handed; it imports neither ``fixes`` nor a tool room
   (``tune``, ``preprocess``, ``storage``);
+- the doctor imports no tool room either, and the rooms do not import each other: what they share
+  (``target``, ``locate``, ``console``, ``units``) sits below them;
 - ``import supplyline`` loads no torch (the monitor runs where torch is absent or slow to load).
 """
 
@@ -154,6 +156,15 @@ def test_collect_imports_neither_analysis_nor_rendering() -> None:
 
 def test_analysis_imports_neither_fixes_nor_a_tool() -> None:
     assert imports_of("analyze", ("fixes", *TOOL_ROOMS)) == []
+
+
+def test_the_doctor_imports_no_tool() -> None:
+    assert imports_of("doctor", TOOL_ROOMS) == []
+
+
+@pytest.mark.parametrize("room", TOOL_ROOMS)
+def test_tool_rooms_do_not_import_each_other(room: str) -> None:
+    assert imports_of(room, [r for r in TOOL_ROOMS if r != room]) == []
 
 
 def test_the_allowed_exceptions_still_exist() -> None:
