@@ -341,7 +341,7 @@ class TorchHooks(Patcher):
 
 def targets_cuda(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Does a ``Tensor.to(...)`` call move to a CUDA device? (Pure: tested on CPU.)"""
-    candidates = list(args[:1]) + [kwargs.get("device")]
+    candidates = [*args[:1], kwargs.get("device")]
     for a in candidates:
         if a is None or isinstance(a, bool):
             continue
