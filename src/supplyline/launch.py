@@ -2,8 +2,9 @@
 
 What ``python train.py a b`` gives the script, we give it too: ``sys.argv``, ``__name__ ==
 "__main__"``, ``sys.path[0]`` = the script's directory (``-m``: the working directory), an absolute
-``__file__``, and classes that stay picklable for spawn-started DataLoader workers (runpy swaps
-``sys.modules["__main__"]``; ``exec`` in a fresh dict would break pickling, see NOTES.md).
+``__file__``, and classes that stay picklable for spawn-started DataLoader workers: runpy runs the
+code in a real module registered as ``sys.modules["__main__"]``, so pickle finds
+``__main__.MyDataset`` by name; ``exec`` in a fresh dict would leave such classes unreachable.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 
-from supplyline.analyze.summary import percentile, summarize, unit_of
 from supplyline.collect.sampler import Monitor
 from supplyline.collect.samples import CpuSample, MemorySample, ProcessSample, Sample, flatten
+from supplyline.collect.summary import percentile, summarize, unit_of
 from supplyline.errors import UserError
 
 
@@ -189,7 +189,7 @@ def test_flatten_sums_the_tree_and_names_processes() -> None:
 
 def test_metric_series_feeds_the_oscillation_detector() -> None:
     from supplyline.analyze.oscillation import detect_oscillation
-    from supplyline.analyze.summary import metric_series
+    from supplyline.collect.summary import metric_series
 
     samples = [_sample(i * 0.5, 100.0 if i % 6 < 3 else 0.0) for i in range(48)]
     times, values = metric_series(samples, "cpu.busy_pct")

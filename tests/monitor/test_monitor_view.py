@@ -8,7 +8,7 @@ import time
 from rich.console import Console
 
 from supplyline.collect.sampler import Monitor
-from supplyline.render.monitor_view import LiveView, render_sample, render_summary
+from supplyline.render.monitor_view import MonitorLiveView, render_monitor_summary, render_sample
 
 
 def _real_sample():
@@ -39,7 +39,7 @@ def test_live_frame_shows_every_section() -> None:
 def test_summary_table_and_gpu_line_once() -> None:
     monitor = _real_sample()
     buffer = io.StringIO()
-    render_summary(monitor.summary(), "no NVIDIA GPU/NVML (test)", "me", Console(file=buffer, width=120))
+    render_monitor_summary(monitor.summary(), "no NVIDIA GPU/NVML (test)", "me", Console(file=buffer, width=120))
     text = buffer.getvalue()
     assert "cpu.busy_pct" in text and "tree.rss_bytes" in text and "p95" in text
     assert "memory.total_bytes" not in text  # constant: not a statistic
@@ -47,7 +47,7 @@ def test_summary_table_and_gpu_line_once() -> None:
 
 
 def test_live_view_is_off_without_a_terminal() -> None:
-    view = LiveView("host")
+    view = MonitorLiveView("host")
     view.console = Console(file=io.StringIO(), force_terminal=False)
     view.enabled = view.console.is_terminal
     with view:

@@ -1,8 +1,9 @@
 """Helpers for the report tests: the zoo, a CLI runner usable from session fixtures, monitor samples.
 
-The host monitor is another helper's module; until it lands, records from real runs have no
-monitor samples. ``with_monitor`` adds samples on the run's own time axis so the plots, the trace
-counters and the live panel can be checked with CPU, worker, disk and GPU data.
+Records from real runs carry the host monitor's samples, but a short test run gets only the few
+its once-a-second sampling happened to take, and never a GPU on a CPU machine. ``with_monitor``
+replaces them with dense samples of known values on the run's own time axis, so the plots, the
+trace counters and the live panel can be checked with CPU, worker, disk and GPU data.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Does a utilization series oscillate? The seed's tip: GPU utilization that periodically drops
-from 100% to 0% means the GPU waits for data. The same shape in DataLoader workers' CPU says they
+"""Does a utilization series oscillate? GPU utilization that periodically drops from 100% to 0%
+means the GPU waits for data (docs/how-it-works.md). The same shape in DataLoader workers' CPU says they
 work in bursts.
 
 Method: thresholds from the series' own low and high percentiles (so a GPU that swings 60..100
@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from supplyline.analyze.summary import percentile
+from supplyline.collect.summary import percentile
 
 
 @dataclass(frozen=True)

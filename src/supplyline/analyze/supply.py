@@ -1,9 +1,9 @@
 """The producer side: DataLoader configuration, worker CPU, and the prep-vs-fetch cross-signal.
 
-The seed's §2.2 signal: the trainer waits on data while the workers are busy -> preprocessing is
-too slow (prep stall); the trainer waits while the workers sit idle -> they wait on storage (fetch
-stall). With ``num_workers=0`` the training thread loads the data itself, so its own CPU time
-during the waits tells the same story.
+The cross-signal (docs/how-it-works.md): the trainer waits on data while the workers are busy ->
+preprocessing is too slow (prep stall); the trainer waits while the workers sit idle -> they wait on
+storage (fetch stall). With ``num_workers=0`` the training thread loads the data itself, so its own
+CPU time during the waits tells the same story.
 """
 
 from __future__ import annotations

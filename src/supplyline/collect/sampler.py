@@ -20,11 +20,11 @@ import warnings
 from collections.abc import Callable
 from typing import IO, Any
 
-from supplyline.analyze.summary import Summary, summarize
 from supplyline.collect.gpu import GpuReader
 from supplyline.collect.host import CpuReader, DiskReader, MemoryReader
 from supplyline.collect.proctree import ProcessTree
 from supplyline.collect.samples import Sample, flatten
+from supplyline.collect.summary import Summary, summarize
 from supplyline.errors import UserError
 
 

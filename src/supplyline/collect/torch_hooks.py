@@ -2,7 +2,7 @@
 checkpoints. Each patch is undone by ``uninstall``; each wrapper is a few attribute reads and two
 clock reads, because it runs on the training thread every step.
 
-Where the hooks sit and why (see NOTES.md):
+Where the hooks sit and why:
 - ``_BaseDataLoaderIter.__next__`` is defined once on the base class; both iterators inherit it.
 - ``DataLoader.__iter__`` creates the iterator (and starts the workers): its time is data wait too.
 - ``register_optimizer_step_pre/post_hook`` are global and cover every ``torch.optim.Optimizer``.
@@ -302,7 +302,7 @@ class TorchHooks(Patcher):
 
 def targets_cuda(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Does a ``Tensor.to(...)`` call move to a CUDA device? (Pure: tested on CPU.)"""
-    candidates = list(args[:1]) + [kwargs.get("device")]
+    candidates = [*args[:1], kwargs.get("device")]
     for a in candidates:
         if a is None or isinstance(a, bool):
             continue

@@ -62,13 +62,13 @@ def _fmt(value: float | None, unit: str = "") -> str:
 
 
 def _print(result: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from supplyline import phases as P
+    from supplyline.console import stdout_console
 
-    c = Console(highlight=False)
+    c = stdout_console()
     c.print(f"[bold]BASE[/] {escape(result['base']['target'])}: {escape(result['base']['verdict']['sentence'])}")
     c.print(f"[bold]NEW[/]  {escape(result['new']['target'])}: {escape(result['new']['verdict']['sentence'])}")
     t = Table(show_header=True, header_style="bold")

@@ -1,7 +1,7 @@
 """``supplyline demo``: the doctor on a bundled training script with a planted bottleneck.
 
 The bundled job (``bundled/demo_train.py``) trains a tiny CNN whose dataset does real per-sample
-CPU work, loaded with ``num_workers=0``: the classic starved trainer of the seed's §2. The doctor
+CPU work, loaded with ``num_workers=0``: the classic starved trainer (docs/how-it-works.md). The doctor
 should name it (input-bound, `dataloader` first) and predict the gain of more workers.
 ``--monitor`` runs the host monitor around the same job instead.
 """
@@ -39,16 +39,19 @@ def run(args: argparse.Namespace) -> int:
 
         command = [sys.executable, BUNDLED_DEMO, "--seconds", str(args.seconds), "--workers", "2"]
         return monitor_command(command, args.interval, None, None, title="demo: tiny CNN, 2 DataLoader workers")
-    from supplyline.cli import main
+    # The doctor command called directly, not through cli.main: commands never import the entry point
+    # that imports them (tests/test_layers.py).
+    from supplyline.commands import doctor
 
     print(
         f"supplyline demo: diagnosing the bundled {os.path.basename(BUNDLED_DEMO)} (num_workers=0, "
         f"per-sample CPU work) for {args.steps} steps",
         file=sys.stderr,
     )
-    return main(
+    parser = argparse.ArgumentParser(prog="supplyline doctor")
+    doctor.add_arguments(parser)
+    doctor_args = parser.parse_args(
         [
-            "doctor",
             "--out",
             args.out,
             "--steps",
@@ -62,3 +65,4 @@ def run(args: argparse.Namespace) -> int:
             "120",
         ]
     )
+    return doctor.run(doctor_args)

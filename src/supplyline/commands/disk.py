@@ -6,10 +6,8 @@ import argparse
 import os
 import sys
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
 from supplyline.atomic import atomic_write_json
+from supplyline.console import progress_bar, stdout_console
 from supplyline.errors import UserError
 from supplyline.units import parse_size
 
@@ -86,23 +84,14 @@ def run(args: argparse.Namespace) -> int:
         probe_dir=args.probe_dir,
         tests=_tests(args.only),
     )
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
-    err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
+    out = stdout_console()
     report = survey(args.path, options)
     render_survey(report, out)
     out.print("[bold]Measuring[/bold] (Ctrl-C stops and keeps what was measured)")
     sys.stdout.flush()
     warm_only = report.location.kind == "memory"
     cells_total = len(options.thread_counts) * sum(1 if t == "metadata" or warm_only else 2 for t in options.tests)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with progress_bar() as progress:
         task = progress.add_task("starting", total=cells_total)
         started = [0]
 

@@ -14,10 +14,10 @@ from types import FrameType
 import psutil
 
 from supplyline.analyze.oscillation import detect_oscillation
-from supplyline.analyze.summary import metric_series
 from supplyline.collect.sampler import Monitor, open_for_writing
+from supplyline.collect.summary import metric_series
 from supplyline.errors import UserError
-from supplyline.render.monitor_view import LiveView, render_summary
+from supplyline.render.monitor_view import MonitorLiveView, render_monitor_summary
 
 NAME = "monitor"
 HELP = "live CPU, memory, disk, GPU and process-tree monitor; with a command, follow it until it exits"
@@ -145,7 +145,7 @@ class _Session:
                 pass
 
     def follow(self, monitor: Monitor, watched: str, done: Callable[[], bool]) -> None:
-        view = LiveView(watched, monitor.gpu_status)
+        view = MonitorLiveView(watched, monitor.gpu_status)
         if not view.enabled:
             print(
                 f"supplyline monitor: watching {watched} every {self.interval:g} s"
@@ -167,10 +167,10 @@ class _Session:
     def finish(self, monitor: Monitor, title: str) -> None:
         monitor.stop()
         summary = monitor.summary()
-        render_summary(summary, monitor.gpu_status, title)
-        # The seed's tip: utilization that drops periodically means waiting for data. Said only when seen.
+        render_monitor_summary(summary, monitor.gpu_status, title)
+        # Utilization that drops periodically means waiting for data (docs/how-it-works.md). Said only when seen.
         gpu_util = [m for m in summary.metrics if m.startswith("gpu") and m.endswith(".util_pct")]
-        for name in gpu_util + ["tree.root_cpu_pct", "tree.children_cpu_pct"]:
+        for name in [*gpu_util, "tree.root_cpu_pct", "tree.children_cpu_pct"]:
             times, values = metric_series(monitor.samples, name)
             if len(values) >= 12 and (result := detect_oscillation(values, timestamps=times)).oscillates:
                 print(f"{name} oscillates: {result.reason}")

@@ -9,6 +9,7 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from supplyline.console import progress_bar, stdout_console
 from supplyline.units import parse_size
 
 NAME = "pack"
@@ -37,16 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify", action="store_true", help="read everything back and compare checksums")
 
 
-def _progress(console: Console, unit: str) -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
+def _progress(unit: str) -> Progress:
+    return progress_bar(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeRemainingColumn()
     )
 
 
@@ -57,10 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from supplyline.storage.pack.state import MANIFEST
     from supplyline.units import human_bytes
 
-    err = Console(stderr=True, highlight=False)
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    out = stdout_console()
     if args.verify and not args.force and os.path.exists(os.path.join(args.dst, MANIFEST)):
-        return _verify_only(args.dst, err, out)
+        return _verify_only(args.dst, out)
     shard_size = parse_size(args.shard_size)
     seed = None if args.no_shuffle else args.seed
     plan = plan_samples(args.src, args.layout, seed)
@@ -72,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if plan.skipped:
         out.print(f"skipped {len(plan.skipped)}: {describe_unreadable(plan.skipped)}", markup=False)
     sys.stdout.flush()
-    with _progress(err, "samples") as progress:
+    with _progress("samples") as progress:
         task = progress.add_task(f"packing ({args.format})", total=len(plan.samples))
         result = pack(
             plan, args.dst, args.format, shard_size, args.force, seed, lambda n: progress.update(task, completed=n)
@@ -90,22 +83,22 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"{read_errors} samples could not be read and were left out (listed in the manifest)")
     out.print(f"manifest: {os.path.join(args.dst, MANIFEST)}", markup=False)
     if args.verify:
-        _run_verify(args.dst, manifest["samples"], err, out)
+        _run_verify(args.dst, manifest["samples"], out)
     _usage_hint(args, out)
     return 0
 
 
-def _verify_only(dst: str, err: Console, out: Console) -> int:
+def _verify_only(dst: str, out: Console) -> int:
     from supplyline.storage.pack.verify import load_manifest
 
-    _run_verify(dst, load_manifest(dst)["samples"], err, out)
+    _run_verify(dst, load_manifest(dst)["samples"], out)
     return 0
 
 
-def _run_verify(dst: str, total: int, err: Console, out: Console) -> None:
+def _run_verify(dst: str, total: int, out: Console) -> None:
     from supplyline.storage.pack.verify import verify
 
-    with _progress(err, "samples") as progress:
+    with _progress("samples") as progress:
         task = progress.add_task("verifying", total=total)
         checked = verify(dst, lambda n: progress.update(task, completed=n))
     out.print(f"verified {checked:,} samples: shard checksums and sample contents match the manifest")

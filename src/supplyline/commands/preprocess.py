@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from supplyline.atomic import atomic_write_json
@@ -79,10 +78,8 @@ class _RichProgress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from supplyline.preprocess import profile_dataset, resolve_target
+    from supplyline.console import progress_bar, stdout_console
+    from supplyline.preprocess import Target, profile_dataset
     from supplyline.preprocess.render import render
     from supplyline.target import load_attr
 
@@ -93,15 +90,8 @@ def run(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
-    target = resolve_target(load_attr(args.target), args.target)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-    )
-    progress_console = Console(stderr=True)
-    with Progress(*columns, console=progress_console, transient=True, disable=not progress_console.is_terminal) as bar:
+    target = Target.of(load_attr(args.target), args.target)
+    with progress_bar() as bar:
         report = profile_dataset(
             target,
             samples=args.samples,
@@ -115,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             target_name=args.target,
             progress=_RichProgress(bar),
         )
-    render(report, Console(file=sys.stdout, width=160 if not sys.stdout.isatty() else None))
+    render(report, stdout_console())
     if args.json:
         atomic_write_json(args.json, report.to_dict())
     if report.interrupted:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
 
+from supplyline.console import progress_bar, stdout_console
 from supplyline.errors import UserError
 
 NAME = "stage"
@@ -35,23 +34,14 @@ def run(args: argparse.Namespace) -> int:
     from supplyline.units import human_bytes
 
     dst = args.dst or default_dst(args.src)
-    out = Console(highlight=False, width=None if sys.stdout.isatty() else 110)
+    out = stdout_console()
     if args.cleanup:
         removed = cleanup(dst)
         out.print(f"removed {dst}" if removed else f"nothing staged at {dst}", markup=False)
         return 0
-    err = Console(stderr=True)  # progress only on a terminal: in a pipe or log it would be noise
     if not 0 <= args.margin < 10:
         raise UserError("--margin must be a fraction such as 0.1")
-    with Progress(
-        TextColumn("copying"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with progress_bar(TextColumn("copying"), BarColumn(), DownloadColumn(), TransferSpeedColumn()) as progress:
         task = progress.add_task("copying", total=None)
         result = stage(args.src, dst, args.margin, args.force, lambda n: progress.update(task, completed=n))
     if result.already:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from supplyline.errors import UserError
@@ -86,7 +85,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _kept_notes(kwargs: dict[str, Any]) -> list[str]:
-    kept = [k for k in ("shuffle", "sampler", "collate_fn", "worker_init_fn") if k in kwargs]
+    kept: list[str] = [k for k in ("shuffle", "sampler", "collate_fn", "worker_init_fn") if k in kwargs]
     if kwargs.get("drop_last"):
         kept.append("drop_last")
     return [f"keep from your DataLoader: {', '.join(kept)}"] if kept else []
@@ -94,10 +93,10 @@ def _kept_notes(kwargs: dict[str, Any]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
     from supplyline.atomic import atomic_write_json
+    from supplyline.console import progress_bar, stdout_console
     from supplyline.tune.consumer import make_consumer
     from supplyline.tune.report import print_report, to_json
     from supplyline.tune.runner import TuneOptions, cuda_available, tune
@@ -116,23 +115,15 @@ def run(args: argparse.Namespace) -> int:
         max_workers=args.max_workers,
         max_memory_bytes=int(args.max_memory * 1e9) if args.max_memory else None,
     )
-    err = Console(stderr=True)  # the bar only where someone watches: a log gets no redraw noise
-    with Progress(
-        TextColumn("{task.description:<40}"),
-        BarColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    # The bar's total is the time budget, so it shows time, not a count.
+    with progress_bar(TextColumn("{task.description:<40}"), BarColumn(), TimeElapsedColumn()) as progress:
         task = progress.add_task("probing the dataset", total=args.budget)
 
         def on_progress(what: str, elapsed: float) -> None:
             progress.update(task, description=what, completed=min(elapsed, args.budget))
 
         result = tune(target, consumer, options, on_progress=on_progress)
-    # A pipe or file gets the full table, not rich's 80-column guess.
-    out = Console(file=sys.stdout) if sys.stdout.isatty() else Console(file=sys.stdout, width=160)
+    out = stdout_console()
     print_report(result, out, consumer.description, cuda, _kept_notes(target.loader_kwargs))
     document = to_json(result, args.target, consumer.description, args.budget, cuda)
     if args.transfer:

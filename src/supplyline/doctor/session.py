@@ -236,7 +236,7 @@ class DoctorSession:
             return None
         saved = sys.modules.get("__main__")
         try:
-            from supplyline.tune.locate import dataset_spec_for
+            from supplyline.locate import dataset_spec_for
 
             if self.hooks.main_module is not None:
                 sys.modules["__main__"] = self.hooks.main_module

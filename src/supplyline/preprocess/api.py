@@ -6,7 +6,6 @@ was measured so far (``report.interrupted``). The doctor can call this directly.
 
 from __future__ import annotations
 
-import inspect
 import os
 import pickle
 import random
@@ -19,6 +18,7 @@ from supplyline.preprocess import chain as chain_mod
 from supplyline.preprocess import chain_report, decode, gil, lines, profiling, suggest, timing, transfer
 from supplyline.preprocess import workers as workers_mod
 from supplyline.preprocess.report import PreprocessReport
+from supplyline.target import resolve_dataset
 
 
 class Progress(Protocol):
@@ -45,53 +45,24 @@ class Target:
     worker_init_fn: Callable[[int], None] | None = None
     start_method: str | None = None
 
-
-def resolve_target(obj: Any, name: str = "the target") -> Target:
-    """Accept a map-style dataset, a DataLoader, or a class/function that builds one with no arguments."""
-    import torch.utils.data as tud
-
-    if (inspect.isclass(obj) or inspect.isfunction(obj)) and not isinstance(obj, tud.Dataset):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise UserError(
-                f"{name} is a {'class' if inspect.isclass(obj) else 'function'}; calling it with no "
-                f"arguments failed ({type(exc).__name__}: {exc}); point at a dataset instance"
-            ) from exc
-    if isinstance(obj, tud.DataLoader):
-        context = obj.multiprocessing_context
-        return _checked(
-            Target(
-                obj.dataset,
-                obj.batch_size,
-                obj.collate_fn,
-                obj.num_workers,
-                obj.worker_init_fn,
-                context.get_start_method() if context is not None else None,
-            ),
-            name,
+    @classmethod
+    def of(cls, obj: Any, name: str = "the target") -> Target:
+        """Accept a map-style dataset, a DataLoader, or a class/function that builds one with no arguments."""
+        found = resolve_dataset(
+            obj, name, not_a_dataset="a dataset: it needs __getitem__ and __len__", iterable_ok=False
         )
-    return _checked(Target(obj), name)
-
-
-def _checked(target: Target, name: str) -> Target:
-    import torch.utils.data as tud
-
-    dataset = target.dataset
-    if isinstance(dataset, tud.IterableDataset):
-        raise UserError(
-            f"{name} is an IterableDataset ({type(dataset).__name__}); preprocess needs a map-style "
-            "dataset with __getitem__ and __len__"
+        loader = found.loader
+        if loader is None:
+            return cls(found.dataset)
+        context = loader.multiprocessing_context
+        return cls(
+            found.dataset,
+            loader.batch_size,
+            loader.collate_fn,
+            loader.num_workers,
+            loader.worker_init_fn,
+            context.get_start_method() if context is not None else None,
         )
-    if not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")):
-        raise UserError(f"{name} is a {type(dataset).__name__}, not a dataset: it needs __getitem__ and __len__")
-    try:
-        size = len(dataset)
-    except Exception as exc:
-        raise UserError(f"len() of {name} failed: {type(exc).__name__}: {exc}") from exc
-    if size == 0:
-        raise UserError(f"{name} is empty (len 0): nothing to measure")
-    return target
 
 
 def pick_indices(size: int, samples: int, seed: int) -> list[int]:
@@ -133,7 +104,7 @@ def profile_dataset(
     """
     import torch.utils.data as tud
 
-    target = dataset if isinstance(dataset, Target) else resolve_target(dataset, target_name or "the dataset")
+    target = dataset if isinstance(dataset, Target) else Target.of(dataset, target_name or "the dataset")
     ds = target.dataset
     batch_size = batch_size or target.batch_size or 32
     collate_fn = target.collate_fn or tud.default_collate

@@ -6,7 +6,6 @@ takes its place and nothing (the GPU line included) is said twice.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -14,8 +13,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from supplyline.analyze.summary import MetricStats, Summary
 from supplyline.collect.samples import Sample
+from supplyline.collect.summary import MetricStats, Summary
+from supplyline.console import stderr_console, stdout_console
 from supplyline.units import human_bytes
 
 _BAR_WIDTH = 20
@@ -139,19 +139,19 @@ def _opt(value: Any, fmt: Any) -> str:
     return fmt(value) if callable(fmt) else fmt.format(value)
 
 
-class LiveView:
+class MonitorLiveView:
     """Redraws the latest sample in place on stderr; does nothing when stderr is not a terminal."""
 
     def __init__(self, watched: str, gpu_status: str = "", refresh_per_second: float = 4.0) -> None:
         self.watched = watched
         self.gpu_status = gpu_status
-        self.console = Console(stderr=True)
+        self.console = stderr_console()
         self.enabled = self.console.is_terminal
         self._live: Live | None = None
         self._shown: Sample | None = None
         self._refresh = refresh_per_second
 
-    def __enter__(self) -> LiveView:
+    def __enter__(self) -> MonitorLiveView:
         if self.enabled:
             self._live = Live(
                 Text("waiting for the first sample…"),
@@ -179,9 +179,9 @@ class LiveView:
 _STATIC = ("memory.total_bytes", "memory_total_bytes")
 
 
-def render_summary(summary: Summary, gpu_status: str, title: str, console: Console | None = None) -> None:
+def render_monitor_summary(summary: Summary, gpu_status: str, title: str, console: Console | None = None) -> None:
     """Print the summary table (mean, p95, max per metric) and the GPU status line, once."""
-    console = console or Console(width=None if sys.stdout.isatty() else 110)
+    console = console or stdout_console()
     table = Table(
         title=f"{title}: {summary.sample_count} samples over {summary.duration_s:.1f} s",
         title_justify="left",

@@ -1,6 +1,7 @@
 """``supplyline stage``: copy a dataset to RAM (/dev/shm) so every epoch reads from memory.
 
-The seed's advice (§4) for datasets that fit: a RAM disk. Refuses when the copy would not fit with
+For a dataset that fits, a RAM disk removes the storage from the supply line (the third checkpoint
+of docs/how-it-works.md). Refuses when the copy would not fit with
 a margin (tmpfs pages are RAM the training job needs too), copies into a temporary folder while
 hashing, verifies the copy against those hashes, then renames it into place, so a DST that exists
 is always complete. A marker file records what was staged, for ``--cleanup`` and re-runs.

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supplyline.errors import UserError
-from supplyline.target import load_attr
+from supplyline.target import UserDataset, load_attr, resolve_dataset
 from supplyline.tune.space import LoaderConfig
 
 
@@ -88,49 +88,28 @@ class TuneTarget:
         return -(-self.length // batch_size)
 
 
+# What tune accepts, finishing "NAME is a int, not ..." for anything else.
+_ACCEPTS = "a Dataset, a DataLoader, or a callable returning one (a Dataset needs __getitem__ and __len__, or __iter__)"
+
+
 def resolve_target(spec: str, batch_size: int | None) -> TuneTarget:
     """Load ``MODULE:ATTR`` and make a TuneTarget, with one-line errors for anything unusable."""
-    obj = load_attr(spec)
-    if callable(obj) and not _is_dataset(obj) and not _is_loader(obj):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise UserError(f"calling {spec}() failed: {type(exc).__name__}: {exc}") from exc
-    if _is_loader(obj):
-        return _from_loader(spec, obj, batch_size)
-    if _is_dataset(obj):
-        return _from_dataset(spec, obj, batch_size or 64, {}, from_loader=False)
-    raise UserError(
-        f"{spec} is a {type(obj).__name__}, not a Dataset, a DataLoader, or a callable "
-        "returning one (a Dataset needs __getitem__ and __len__, or __iter__)"
-    )
+    found = resolve_dataset(load_attr(spec), spec, not_a_dataset=_ACCEPTS)
+    if found.loader is not None:
+        return _from_loader(spec, found, batch_size)
+    return _from_dataset(spec, found, batch_size or 64, {}, from_loader=False)
 
 
 def target_for_dataset(name: str, dataset: Any, batch_size: int) -> TuneTarget:
     """A TuneTarget for a dataset object in hand (benchmarks, integrations), PyTorch defaults as
     the baseline."""
-    return _from_dataset(name, dataset, batch_size, {}, from_loader=False)
+    return _from_dataset(name, resolve_dataset(dataset, name, not_a_dataset=_ACCEPTS), batch_size, {}, False)
 
 
-def _is_loader(obj: Any) -> bool:
-    from torch.utils.data import DataLoader
-
-    return isinstance(obj, DataLoader)
-
-
-def _is_dataset(obj: Any) -> bool:
-    if isinstance(obj, type):
-        return False
-    from torch.utils.data import IterableDataset
-
-    if isinstance(obj, IterableDataset):
-        return True
-    return hasattr(obj, "__getitem__") and hasattr(obj, "__len__")
-
-
-def _from_loader(spec: str, loader: Any, batch_size: int | None) -> TuneTarget:
+def _from_loader(spec: str, found: UserDataset, batch_size: int | None) -> TuneTarget:
     from torch.utils.data import RandomSampler, SequentialSampler
 
+    loader: Any = found.loader  # not None: resolve_target only comes here with one
     if loader.batch_size is None:
         raise UserError(f"{spec} uses a custom batch_sampler; pass its dataset instead so batch size can be set")
     kept: dict[str, Any] = {"drop_last": loader.drop_last}
@@ -142,7 +121,7 @@ def _from_loader(spec: str, loader: Any, batch_size: int | None) -> TuneTarget:
         kept["shuffle"] = True  # a fresh RandomSampler per loader, as the user's code makes
     elif not isinstance(loader.sampler, SequentialSampler):
         kept["sampler"] = loader.sampler
-    target = _from_dataset(spec, loader.dataset, batch_size or loader.batch_size, kept, from_loader=True)
+    target = _from_dataset(spec, found, batch_size or loader.batch_size, kept, from_loader=True)
     ctx = loader.multiprocessing_context
     target.baseline = LoaderConfig(
         batch_size=target.baseline.batch_size,
@@ -162,33 +141,23 @@ def _is_default_collate(fn: Callable[..., Any]) -> bool:
     return fn is default_collate or fn is default_convert
 
 
-def _from_dataset(spec: str, dataset: Any, batch_size: int, kept: dict[str, Any], from_loader: bool) -> TuneTarget:
+def _from_dataset(
+    spec: str, found: UserDataset, batch_size: int, kept: dict[str, Any], from_loader: bool
+) -> TuneTarget:
     from torch.utils.data import IterableDataset
 
     if batch_size < 1:
         raise UserError(f"batch size must be at least 1, not {batch_size}")
-    length: int | None
-    if isinstance(dataset, IterableDataset):
-        try:
-            length = len(dataset)
-        except TypeError:
-            length = None
-        wrapped = dataset  # no indices to report; errors name the item count instead
-    else:
-        try:
-            length = len(dataset)
-        except Exception as exc:
-            raise UserError(f"len() of {spec} failed: {type(exc).__name__}: {exc}") from exc
-        wrapped = IndexReportingDataset(dataset)
-    if length == 0:
-        raise UserError(f"{spec} is empty (len() is 0): there is nothing to load")
+    length = found.length
     if length is not None and kept.get("drop_last") and length < batch_size:
         raise UserError(
             f"{spec} has {length} items, fewer than one batch of {batch_size} with drop_last=True; lower --batch-size"
         )
+    # An IterableDataset has no indices to report; its errors name the item count instead.
+    iterable = isinstance(found.dataset, IterableDataset)
     return TuneTarget(
         spec=spec,
-        dataset=wrapped,
+        dataset=found.dataset if iterable else IndexReportingDataset(found.dataset),
         baseline=LoaderConfig(batch_size=batch_size),
         length=length,
         loader_kwargs=kept,

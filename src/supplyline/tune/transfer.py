@@ -1,5 +1,6 @@
 """Host-to-device copies of the dataset's real batches: pageable vs pinned, blocking vs
-non_blocking, in GB/s, set against the consumer's time per batch (seed §3)."""
+non_blocking, in GB/s, set against the consumer's time per batch (the pin_memory checkpoint of
+docs/how-it-works.md)."""
 
 from __future__ import annotations
 

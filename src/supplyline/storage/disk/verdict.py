@@ -1,7 +1,8 @@
 """The verdict of ``supplyline disk``: pure functions from a report to sentences with numbers.
 
-In the seed's terms (§4): many small files → pack them into shards; a dataset that fits in RAM →
-copy it to /dev/shm; slow or network storage → more DataLoader workers, up to where it stops helping.
+The third checkpoint of docs/how-it-works.md (disk I/O and storage format): many small files → pack
+them into shards; a dataset that fits in RAM → copy it to /dev/shm; slow or network storage → more
+DataLoader workers, up to where it stops helping.
 """
 
 from __future__ import annotations
