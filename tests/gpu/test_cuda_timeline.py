@@ -55,7 +55,7 @@ class FakeCuda:
     def set_sync_debug_mode(self, mode: int) -> None:
         self.mode = mode
 
-    def Event(self, enable_timing: bool = False) -> FakeEvent:  # noqa: N802 - torch's name
+    def Event(self, enable_timing: bool = False) -> FakeEvent:
         self.created += 1
         return FakeEvent(self)
 

@@ -53,7 +53,7 @@ class CudaTimeline:
 
     def __init__(self, torch_module: Any = None) -> None:
         if torch_module is None:
-            import torch as torch_module  # noqa: PLC0415 - kept out of the module import for tests
+            import torch as torch_module  # imported here so tests can hand in a fake
         self._torch = torch_module
         self.available = bool(torch_module.cuda.is_available())
         self.note = "" if self.available else "CUDA is not available: GPU idle time was not measured"
