@@ -202,3 +202,14 @@ def test_clock_alignment() -> None:
     align = ClockAlignment(host_s=100.0)
     assert align.to_host(0.0) == 100.0
     assert align.to_host(250.0) == pytest.approx(100.25)
+
+
+def test_gpu_side_names_the_host_phase_the_gpu_waited_for() -> None:
+    from supplyline.analyze.gpu_idle import gpu_side
+
+    starved = [mark(k, 10 * k, 10 * k + 10, 10 * k + 6, 10 * k + 10, queued=10 * k + 7) for k in range(4)]
+    waits = [iv("data_wait", 10 * k, 10 * k + 6) for k in range(4)]
+    assert gpu_side(attribute_gpu_idle(starved, waits)) == "input"
+    ahead = [mark(k, 10 * k, 10 * k + 10, 6 + 10 * k, 16 + 10 * k, queued=10 * k + 10) for k in range(8)]
+    assert gpu_side(attribute_gpu_idle(ahead, waits, warmup_steps=1)) == "compute"
+    assert gpu_side(attribute_gpu_idle([])) == "unknown"

@@ -250,3 +250,23 @@ def _totals(
         note=note,
         sync_lines=sync_lines,
     )
+
+
+SIDES = {"data_wait": "input", "transfer": "transfer", "logging": "logging", "checkpoint": "checkpoint"}
+
+
+def gpu_side(result: GpuIdleResult, threshold: float = 0.20) -> str:
+    """The bottleneck as the GPU saw it: the host side whose GPU idle share is largest, when it
+    reaches ``threshold`` of wall time; "compute" when the GPU was kept busy; "unknown" unmeasured."""
+    if result.idle_share is None or result.wall_s <= 0:
+        return "unknown"
+    shares: dict[str, float] = {}
+    for phase, seconds in result.by_phase.items():
+        side = SIDES.get(phase)
+        if side is not None:
+            shares[side] = shares.get(side, 0.0) + seconds / result.wall_s
+    if shares:
+        side, share = max(shares.items(), key=lambda kv: kv[1])
+        if share >= threshold:
+            return side
+    return "compute"
