@@ -33,7 +33,7 @@ from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from profiler_truth import idle_share_from_trace  # noqa: E402
+from profiler_truth import idle_share_from_trace
 
 EXPECTED = {
     "starved": "input",
