@@ -52,6 +52,10 @@ class TransferStats:
     pageable: int = 0
     non_blocking: int = 0
     blocking: int = 0
+    # What the copies really did (``classify_copy``): only pinned + non_blocking overlaps compute.
+    truly_async: int = 0
+    non_blocking_pageable: int = 0  # non_blocking asked for, but staged through pinned memory: not async
+    stream_syncs: int = 0  # blocking copies: PyTorch synchronises the stream after each one
 
 
 @dataclass

@@ -20,6 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -288,14 +289,14 @@ class TorchHooks(Patcher):
                     stats.bytes += nbytes
                     stats.seconds += _now() - t
                     clock.add_h2d(nbytes)
-                    if tensor.is_pinned():
-                        stats.pinned += 1
-                    else:
-                        stats.pageable += 1
-                    if non_blocking_requested(args, kwargs):
-                        stats.non_blocking += 1
-                    else:
-                        stats.blocking += 1
+                    kind = classify_copy(tensor.is_pinned(), non_blocking_requested(args, kwargs, is_cuda_method))
+                    stats.pinned += kind.pinned
+                    stats.pageable += not kind.pinned
+                    stats.non_blocking += kind.non_blocking
+                    stats.blocking += not kind.non_blocking
+                    stats.truly_async += kind.truly_async
+                    stats.non_blocking_pageable += kind.non_blocking and not kind.pinned
+                    stats.stream_syncs += kind.syncs_stream
 
         return to
 
@@ -317,10 +318,51 @@ def targets_cuda(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     return False
 
 
-def non_blocking_requested(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+def non_blocking_requested(args: tuple[Any, ...], kwargs: dict[str, Any], cuda_method: bool = False) -> bool:
+    """Did a ``Tensor.to(...)``/``.cuda(...)`` call ask for ``non_blocking``? Its position depends on
+    the overload: ``cuda(device, non_blocking)``, ``to(dtype|tensor, non_blocking, copy)``,
+    ``to(device, dtype, non_blocking, copy)``; the ``copy`` flag after it must not be read as it."""
     if "non_blocking" in kwargs:
         return bool(kwargs["non_blocking"])
-    return any(isinstance(a, bool) and a for a in args[1:3])
+    first = args[0] if args else None
+    index = 1 if cuda_method or isinstance(first, (torch.dtype, torch.Tensor)) else 2
+    if not cuda_method and len(args) > 1 and isinstance(args[1], bool) and index == 2:
+        index = 1  # to(device, True): torch's parser takes the bool as non_blocking
+    return len(args) > index and args[index] is True
+
+
+@dataclass(frozen=True)
+class CopyKind:
+    """What a host-to-device copy does on a real device (CUDA's and PyTorch's documented behaviour).
+
+    - pinned + non_blocking: a DMA queued on the stream; the host returns at once (truly async).
+    - pageable + non_blocking: the driver stages the bytes through a pinned buffer while the host
+      waits, so the call takes about as long as a blocking one: asked for, not obtained.
+    - blocking (either source): PyTorch synchronises the stream after the copy, so the host also
+      waits for every kernel queued before it and loses any lead it had over the GPU.
+    """
+
+    pinned: bool
+    non_blocking: bool
+
+    @property
+    def truly_async(self) -> bool:
+        return self.pinned and self.non_blocking
+
+    @property
+    def syncs_stream(self) -> bool:
+        return not self.non_blocking
+
+    @property
+    def label(self) -> str:
+        if self.truly_async:
+            return "pinned, async"
+        source = "pinned" if self.pinned else "pageable"
+        return f"{source}, blocking (syncs the stream)" if self.syncs_stream else "pageable, non_blocking but not async"
+
+
+def classify_copy(pinned: bool, non_blocking: bool) -> CopyKind:
+    return CopyKind(bool(pinned), bool(non_blocking))
 
 
 def batch_nbytes(batch: Any, _depth: int = 0) -> int:
