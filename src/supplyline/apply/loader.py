@@ -27,6 +27,20 @@ from typing import Any
 from supplyline.collect.patching import Patcher
 
 RANDOM_SAMPLERS = ("RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler")
+_local = threading.local()  # construction depth, shared by every installed layer
+
+
+def _layers(newest: Any, original: Any) -> tuple[list[Any], Any]:
+    """Every installed LoaderSettings, newest first, and the real ``__init__`` under them all.
+
+    Installs nest (a doctor trial inside ``supplyline run``); one construction applies each
+    layer's settings in install order and settles the result for torch once.
+    """
+    layers = [newest]
+    while hasattr(original, "_supplyline_layer"):
+        layers.append(original._supplyline_layer)
+        original = original.__wrapped__
+    return layers, original
 
 
 def is_shuffled(arguments: dict[str, Any]) -> bool:
@@ -66,7 +80,6 @@ class LoaderSettings:
 
     def __post_init__(self) -> None:
         self._patcher = Patcher()
-        self._local = threading.local()
         self._seen_shuffled = False
 
     def install(self) -> LoaderSettings:
@@ -78,20 +91,21 @@ class LoaderSettings:
         def make(original: Any) -> Any:
             def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
                 # A subclass's __init__ calling super().__init__ reaches here once; a loader built
-                # inside another loader's construction is judged as the outer one was.
-                if getattr(this._local, "depth", 0):
+                # inside another loader's construction is left as it is made.
+                if getattr(_local, "depth", 0):
                     return original(loader, *args, **kwargs)
-                this._local.depth = 1
+                layers, real = _layers(this, original)
+                _local.depth = 1
                 try:
-                    bound = signature.bind(loader, *args, **kwargs)
-                    arguments = dict(bound.arguments)
+                    arguments = dict(signature.bind(loader, *args, **kwargs).arguments)
                     arguments.pop("self", None)
-                    extra = arguments.pop("kwargs", {}) if "kwargs" in signature.parameters else {}
-                    arguments = this._adjust(arguments)
-                    original(loader, **arguments, **extra)
+                    for layer in reversed(layers):  # the newest install has the last word
+                        arguments = layer._adjust(arguments)
+                    real(loader, **settle(arguments, {}))
                 finally:
-                    this._local.depth = 0
+                    _local.depth = 0
 
+            __init__._supplyline_layer = this  # type: ignore[attr-defined]
             return __init__
 
         self._patcher._patch(DataLoader, "__init__", make)
@@ -116,7 +130,7 @@ class LoaderSettings:
             return arguments
         defaults = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
         before = {key: arguments.get(key, defaults[key]) for key in defaults}
-        settled = settle(arguments, self.settings)
+        settled = {**arguments, **self.settings}
         after = {key: settled.get(key, defaults[key]) for key in defaults}
         self.changed.append({k: (before[k], after[k]) for k in defaults if before[k] != after[k]})
         return settled
