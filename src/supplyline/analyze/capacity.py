@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from supplyline.units import human_bytes
 
+MIN_FREE_CORES = 0.25
 HANDOFF_NAMED_SHARE = 0.25  # receiving batches is named as the cap from this share of the trainer's time on
 
 
@@ -73,7 +74,8 @@ def caps(p: Pipeline, workers: int) -> list[Cap]:
     else:
         found.append(Cap("trainer", _per_s(trainer_s), f"the training step itself ({trainer_s * 1e3:.1f} ms a batch)"))
     cpu = p.batch_cpu_s + p.step_cpu_s + p.handoff_s
-    free = max(p.cores - p.other_cores_busy, 0.05)
+    # A neighbour's burst must not predict a standstill: the scheduler still gives us a share.
+    free = max(p.cores - p.other_cores_busy, MIN_FREE_CORES)
     rate = free * _per_s(cpu)
     found.append(Cap("cores", rate, _cores_why(p, rate)))
     if p.disk_bytes_per_s and p.read_bytes_per_batch > 0:
