@@ -48,9 +48,10 @@ class BackgroundSaves:
         try:
             import torch.distributed.checkpoint as dcp
         except ImportError:  # a torch built without distributed: nothing to patch there
-            dcp = None
-        if dcp is not None and hasattr(dcp, "async_save"):
-            self._patcher._patch(dcp, "save", self._wrap_dcp_save)
+            pass
+        else:
+            if hasattr(dcp, "async_save"):
+                self._patcher._patch(dcp, "save", self._wrap_dcp_save)
         _exit.register(self._join)
         return self
 

@@ -86,8 +86,8 @@ class BackgroundWrites:
     def install(self) -> BackgroundWrites:
         self._thread.start()
         self._streams = (sys.stdout, sys.stderr)
-        sys.stdout = AsyncStream(sys.stdout, self)  # type: ignore[assignment]  # a stand-in, not a TextIO
-        sys.stderr = AsyncStream(sys.stderr, self)  # type: ignore[assignment]
+        sys.stdout = AsyncStream(sys.stdout, self)  # a stand-in with TextIO's writing methods
+        sys.stderr = AsyncStream(sys.stderr, self)
         self._patcher._patch(logging.Handler, "handle", self._wrap_handle)
         for name in ("fsync", "fdatasync"):
             if hasattr(os, name):

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from supplyline.errors import UserError
+
+if TYPE_CHECKING:
+    from supplyline.apply.spec import ApplySpec
+    from supplyline.launch import Target
 
 NAME = "run"
 HELP = "run a training script with fixes applied in-process (DataLoader settings, async logging and saves)"
@@ -46,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_spec(apply: str | None, from_path: str | None):  # type: ignore[no-untyped-def]
+def resolve_spec(apply: str | None, from_path: str | None) -> ApplySpec:
     from supplyline.apply.spec import check_loader, parse_spec, spec_from_saved
 
     if apply is None and from_path is None:
@@ -84,7 +89,7 @@ def _say(line: str) -> None:
     stream.flush()
 
 
-def _run_applied(target, spec, apply_to: str) -> int:  # type: ignore[no-untyped-def]
+def _run_applied(target: Target, spec: ApplySpec, apply_to: str) -> int:
     from supplyline.apply.session import AppliedFixes
     from supplyline.launch import run_target
 

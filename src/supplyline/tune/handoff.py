@@ -15,13 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 import psutil
+from torch.utils.data import DataLoader, Dataset
 
 PROBE_BYTES = 4 << 20
 PROBE_BATCHES = 6
 PAGE = 4096
 
 
-class _Blobs:
+class _Blobs(Dataset[Any]):
     """A map-style dataset of fresh ``PROBE_BYTES`` tensors: what a worker's collate hands over."""
 
     def __len__(self) -> int:
@@ -35,10 +36,8 @@ class _Blobs:
 
 def handoff_s_per_byte() -> float:
     """Seconds per byte the training thread spends receiving a batch from a worker; 0.0 if the probe fails."""
-    from torch.utils.data import DataLoader
-
     try:
-        loader = DataLoader(_Blobs(), batch_size=None, num_workers=1, prefetch_factor=PROBE_BATCHES)
+        loader: DataLoader[Any] = DataLoader(_Blobs(), batch_size=None, num_workers=1, prefetch_factor=PROBE_BATCHES)
         iterator = iter(loader)
         first = next(iterator)  # the worker has started; give it time to queue the rest
         time.sleep(0.05 + 0.01 * PROBE_BATCHES)
