@@ -17,7 +17,7 @@ from types import ModuleType
 from supplyline import __version__
 from supplyline.errors import UserError
 
-_ORDER = ["demo", "monitor", "doctor", "report", "compare", "tune", "disk", "pack", "stage", "preprocess"]
+_ORDER = ["demo", "monitor", "doctor", "run", "report", "compare", "tune", "disk", "pack", "stage", "preprocess"]
 
 
 def _command_modules() -> list[ModuleType]:

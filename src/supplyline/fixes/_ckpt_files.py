@@ -148,6 +148,13 @@ def remove_path(path: str) -> None:
 
 def describe_write_error(exc: BaseException, directory: str, step: int, size_bytes: int | None = None) -> str:
     """One line a user can act on, whatever layer (torch, DCP, the OS) raised."""
+    return (
+        f"checkpoint for step {step} was not written to {directory}: {write_error_reason(exc, directory, size_bytes)}"
+    )
+
+
+def write_error_reason(exc: BaseException, directory: str, size_bytes: int | None = None) -> str:
+    """Why a checkpoint write failed, in words: a full disk with the sizes, else the OS's or torch's reason."""
     cause: BaseException | None = exc
     while cause is not None and not isinstance(cause, OSError):
         cause = cause.__cause__ or cause.__context__
@@ -159,7 +166,7 @@ def describe_write_error(exc: BaseException, directory: str, step: int, size_byt
         reason = cause.strerror or str(cause)
     else:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"checkpoint for step {step} was not written to {directory}: {reason}"
+    return reason
 
 
 def load_latest(

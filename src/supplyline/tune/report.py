@@ -9,6 +9,7 @@ from rich.table import Table
 
 from supplyline.tune.measure import Measurement
 from supplyline.tune.search import SearchResult
+from supplyline.tune.space import worker_ladder
 from supplyline.units import human_bytes, human_duration
 
 SCHEMA = "supplyline.tune/1"
@@ -99,9 +100,21 @@ def print_report(result: SearchResult, out: Console, consumer: str, cuda: bool, 
         f"recommended: {rec.epoch_samples_per_s:,.0f} samples/s per epoch"
         + (f", {gain:.2f}x the baseline" if gain else "")
     )
+    why = capped_by(result)
+    if why:
+        out.print(f"why not more workers: {why}", markup=False, highlight=False, soft_wrap=True)
     for note in keeps:
         out.print(note)
     out.print(rec.config.code(), markup=False, highlight=False, soft_wrap=True)
+
+
+def capped_by(result: SearchResult) -> str | None:
+    """What the model says caps the recommended batch size's rate past its knee."""
+    size = result.recommended.config.batch_size if result.recommended else None
+    model = result.models.get(size) if size is not None else None
+    if model is None:
+        return None
+    return model.capped_by(worker_ladder(model.cores, max(m.config.num_workers for m in result.measurements)))
 
 
 def to_json(result: SearchResult, spec: str, consumer: str, budget_s: float, cuda: bool) -> dict[str, Any]:
@@ -131,6 +144,7 @@ def to_json(result: SearchResult, spec: str, consumer: str, budget_s: float, cud
         "baseline": result.baseline.to_json(),
         "recommended": recommended,
         "speedup": round(speedup(result) or 0.0, 3) or None,
+        "capped_by": capped_by(result),
         "models": {str(b): m.to_json() for b, m in result.models.items()},
         "configurations": [m.to_json() for m in result.measurements],
     }

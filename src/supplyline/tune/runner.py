@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from supplyline.errors import UserError
 from supplyline.tune.consumer import Consumer
+from supplyline.tune.handoff import handoff_s_per_byte
 from supplyline.tune.measure import DatasetBroken, Measurement, measure_config
 from supplyline.tune.model import ThroughputModel, probe
 from supplyline.tune.search import ProgressFn, Search, SearchPlan, SearchResult
@@ -80,10 +81,11 @@ def tune(
     cores = usable_cores()
     started = clock()
     models: dict[int, ThroughputModel] = {}
+    handoff = handoff_s_per_byte()  # a host fact: once per run, whatever the batch size
 
     def model_for(batch_size: int) -> ThroughputModel:
         if batch_size not in models:
-            models[batch_size] = probe(target, consumer, batch_size, cores)
+            models[batch_size] = probe(target, consumer, batch_size, cores, handoff_s_per_byte=handoff)
         return models[batch_size]
 
     first = model_for(options.batch_sizes[0])

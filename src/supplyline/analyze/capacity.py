@@ -1,0 +1,121 @@
+"""How fast an input pipeline can go with ``w`` DataLoader workers, and what stops it going faster.
+
+A pure model over per-batch costs measured on the job (``tune``'s probe, or the doctor's record).
+The batch rate is the smallest of these caps:
+
+- ``workers``: each worker makes one batch at a time: ``w / batch_wall_s``;
+- ``trainer``: the training thread consumes one batch per step and also receives it from the
+  worker (unpickling, mapping the shared memory, first touch of its pages):
+  ``1 / (step_wall_s + handoff_s)``; named ``handoff`` when receiving is a quarter of that or more;
+- ``cores``: every batch costs CPU in a worker, in the training step and in the hand-off, and
+  other processes already use some of the cores: ``(cores - other_cores_busy) / cpu_per_batch``;
+- ``disk``: the bytes a batch reads, against what the storage delivers minus what others read.
+
+With no workers, loading and the training step take turns on one thread: ``1 / (batch_wall_s +
+step_wall_s)``, with no hand-off. Nothing here imports torch, tune or the doctor.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from supplyline.units import human_bytes
+
+MIN_FREE_CORES = 0.25
+HANDOFF_NAMED_SHARE = 0.25  # receiving batches is named as the cap from this share of the trainer's time on
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Per-batch costs (seconds, bytes) and the host's resources; zero or None: not measured."""
+
+    cores: float  # cores this job may use
+    batch_wall_s: float  # one batch made by one worker: fetch, prepare, collate
+    batch_cpu_s: float  # CPU seconds that batch costs in the worker
+    step_wall_s: float  # the training step, per batch
+    step_cpu_s: float  # CPU seconds the training step burns per batch
+    batch_bytes: float = 0.0  # bytes a worker hands to the trainer per batch
+    handoff_s_per_byte: float = 0.0  # the measured cost of that hand-off on the trainer, per byte
+    other_cores_busy: float = 0.0  # cores other processes keep busy meanwhile
+    read_bytes_per_batch: float = 0.0  # bytes read from storage per batch
+    disk_bytes_per_s: float | None = None  # what the storage delivers
+    disk_in_use_bytes_per_s: float = 0.0  # what other processes already read from it
+
+    @property
+    def handoff_s(self) -> float:
+        return self.batch_bytes * self.handoff_s_per_byte
+
+
+@dataclass(frozen=True)
+class Cap:
+    name: str  # workers | trainer | handoff | cores | disk
+    batches_per_s: float
+    why: str  # the cap in words: "the 2 cores (the training step uses 0.6 of one)"
+
+
+def _per_s(seconds: float) -> float:
+    return 1.0 / seconds if seconds > 0 else math.inf
+
+
+def caps(p: Pipeline, workers: int) -> list[Cap]:
+    """Every cap on the batch rate with ``workers`` workers, tightest first."""
+    if workers == 0:
+        turns = p.batch_wall_s + p.step_wall_s
+        return [Cap("trainer", _per_s(turns), "loading and the training step taking turns on one thread")]
+    found = [Cap("workers", workers * _per_s(p.batch_wall_s), f"{workers} worker(s) making one batch at a time")]
+    trainer_s = p.step_wall_s + p.handoff_s
+    if p.handoff_s > 0 and p.handoff_s >= HANDOFF_NAMED_SHARE * trainer_s:
+        why = (
+            f"handing {human_bytes(p.batch_bytes)} batches to the trainer "
+            f"({p.handoff_s * 1e3:.1f} ms each, on top of a {p.step_wall_s * 1e3:.1f} ms step)"
+        )
+        found.append(Cap("handoff", _per_s(trainer_s), why))
+    else:
+        found.append(Cap("trainer", _per_s(trainer_s), f"the training step itself ({trainer_s * 1e3:.1f} ms a batch)"))
+    cpu = p.batch_cpu_s + p.step_cpu_s + p.handoff_s
+    # A neighbour's burst must not predict a standstill: the scheduler still gives us a share.
+    free = max(p.cores - p.other_cores_busy, MIN_FREE_CORES)
+    rate = free * _per_s(cpu)
+    found.append(Cap("cores", rate, _cores_why(p, rate)))
+    if p.disk_bytes_per_s and p.read_bytes_per_batch > 0:
+        left = max(p.disk_bytes_per_s - p.disk_in_use_bytes_per_s, 0.0)
+        found.append(Cap("disk", left / p.read_bytes_per_batch, _disk_why(p)))
+    return sorted(found, key=lambda c: c.batches_per_s)
+
+
+def _cores_why(p: Pipeline, rate: float) -> str:
+    step_cores = p.step_cpu_s * rate if math.isfinite(rate) else 0.0
+    parts = [f"the training step uses {step_cores:.1f} of one"]
+    if p.other_cores_busy >= 0.1:
+        parts.append(f"other processes {p.other_cores_busy:.1f}")
+    return f"the {p.cores:g} cores ({', '.join(parts)})"
+
+
+def _disk_why(p: Pipeline) -> str:
+    rate = f"the disk at {(p.disk_bytes_per_s or 0) / 1e6:.0f} MB/s"
+    if p.disk_in_use_bytes_per_s > 0:
+        rate += f" ({p.disk_in_use_bytes_per_s / 1e6:.0f} MB/s of it taken by other reads)"
+    return rate
+
+
+def batch_rate(p: Pipeline, workers: int) -> float:
+    """Predicted batches per second with ``workers`` workers."""
+    return caps(p, workers)[0].batches_per_s
+
+
+def knee(p: Pipeline, ladder: list[int], reach: float = 0.95) -> int:
+    """The fewest workers on ``ladder`` predicted to reach ``reach`` of the best predicted rate."""
+    best = max(batch_rate(p, w) for w in ladder)
+    return next(w for w in ladder if batch_rate(p, w) >= reach * best)
+
+
+def explain(p: Pipeline, ladder: list[int]) -> str | None:
+    """``past 4 workers the rate is capped by the 2 cores (...)``; None when workers never stop helping."""
+    at, most = knee(p, ladder), max(ladder)
+    cap = caps(p, most)[0]  # what holds the rate down however many workers are added
+    if most == 0 or cap.name == "workers":
+        return None
+    if at == 0:  # loading on the training thread beats every worker count: say why workers lose
+        return f"more workers do not help: with them the rate is capped by {cap.why}"
+    return f"past {at} worker{'s' if at != 1 else ''} the rate is capped by {cap.why}"

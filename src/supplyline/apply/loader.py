@@ -1,0 +1,183 @@
+"""DataLoader settings, applied where the loader is made.
+
+``LoaderSettings.install()`` wraps ``DataLoader.__init__`` so that every training loader the script
+constructs gets the new ``num_workers`` / ``prefetch_factor`` / ``persistent_workers`` /
+``pin_memory``; everything else the script passed (dataset, batch size, sampler, batch sampler,
+collate_fn, worker_init_fn, generator, ...) reaches torch untouched.
+
+Which loaders are training loaders is decided at construction, because that is when the setting
+must be known:
+
+- ``all``: every loader.
+- ``train``: shuffled loaders only: ``shuffle=True``, a ``RandomSampler``/``SubsetRandomSampler``/
+  ``WeightedRandomSampler``, or a ``DistributedSampler`` with ``shuffle=True`` (also as the
+  sampler of a batch sampler).
+- ``auto`` (the default): shuffled loaders, and unshuffled ones made before any shuffled loader
+  exists. A script that builds ``train_loader`` (shuffled) and then ``val_loader`` (sequential)
+  keeps its validation loader as it was; a script whose only loader is sequential is sped up.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from supplyline.collect.patching import Patcher
+
+RANDOM_SAMPLERS = ("RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler")
+_local = threading.local()  # construction depth, shared by every installed layer
+
+
+def _layers(newest: Any, original: Any) -> tuple[list[Any], Any]:
+    """Every installed LoaderSettings, newest first, and the real ``__init__`` under them all.
+
+    Installs nest (a doctor trial inside ``supplyline run``); one construction applies each
+    layer's settings in install order and settles the result for torch once.
+    """
+    layers = [newest]
+    while hasattr(original, "_supplyline_layer"):
+        layers.append(original._supplyline_layer)
+        original = original.__wrapped__
+    return layers, original
+
+
+def is_shuffled(arguments: dict[str, Any]) -> bool:
+    """Whether a loader built with these ``DataLoader(...)`` arguments draws samples in random order."""
+    if arguments.get("shuffle"):
+        return True
+    for sampler in (arguments.get("sampler"), getattr(arguments.get("batch_sampler"), "sampler", None)):
+        name = type(sampler).__name__
+        if name in RANDOM_SAMPLERS or (name == "DistributedSampler" and getattr(sampler, "shuffle", False)):
+            return True
+    return False
+
+
+def settle(arguments: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with ``settings`` laid over them, made legal for torch.
+
+    Torch refuses ``prefetch_factor``, ``persistent_workers`` and a ``multiprocessing_context``
+    without workers, so those are dropped when the result has none; a prefetch depth or
+    persistence asked for in ``settings`` is kept only where workers exist.
+    """
+    merged = {**arguments, **settings}
+    if int(merged.get("num_workers") or 0) == 0:
+        merged["prefetch_factor"] = None
+        merged["persistent_workers"] = False
+        merged["multiprocessing_context"] = None
+    return merged
+
+
+@dataclass
+class LoaderSettings:
+    """Install once; every DataLoader made until ``uninstall()`` is judged and, if training, changed."""
+
+    settings: dict[str, Any]
+    apply_to: str = "auto"
+    changed: list[dict[str, Any]] = field(default_factory=list)  # per changed loader: {key: (old, new)}
+    kept: int = 0  # loaders judged not training and left as they were
+
+    def __post_init__(self) -> None:
+        self._patcher = Patcher()
+        self._seen_shuffled = False
+
+    def install(self) -> LoaderSettings:
+        from torch.utils.data import DataLoader
+
+        signature = inspect.signature(DataLoader.__init__)
+        this = self
+
+        def make(original: Any) -> Any:
+            def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
+                # A subclass's __init__ calling super().__init__ reaches here once; a loader built
+                # inside another loader's construction is left as it is made.
+                if getattr(_local, "depth", 0):
+                    return original(loader, *args, **kwargs)
+                layers, real = _layers(this, original)
+                _local.depth = 1
+                try:
+                    arguments = dict(signature.bind(loader, *args, **kwargs).arguments)
+                    arguments.pop("self", None)
+                    for layer in reversed(layers):  # the newest install has the last word
+                        arguments = layer._adjust(arguments)
+                    real(loader, **settle(arguments, {}))
+                finally:
+                    _local.depth = 0
+
+            __init__._supplyline_layer = this  # type: ignore[attr-defined]
+            return __init__
+
+        self._patcher._patch(DataLoader, "__init__", make)
+        return self
+
+    def uninstall(self) -> None:
+        self._patcher.uninstall()
+
+    def is_training(self, arguments: dict[str, Any]) -> bool:
+        shuffled = is_shuffled(arguments)
+        if self.apply_to == "all":
+            return True
+        if self.apply_to == "train":
+            return shuffled
+        return shuffled or not self._seen_shuffled
+
+    def _adjust(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        training = self.is_training(arguments)
+        self._seen_shuffled = self._seen_shuffled or is_shuffled(arguments)
+        if not training:
+            self.kept += 1
+            return arguments
+        defaults = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
+        before = {key: arguments.get(key, defaults[key]) for key in defaults}
+        settled = {**arguments, **self.settings}
+        after = {key: settled.get(key, defaults[key]) for key in defaults}
+        self.changed.append({k: (before[k], after[k]) for k in defaults if before[k] != after[k]})
+        return settled
+
+    def summary(self) -> str:
+        """``1 DataLoader changed (num_workers 0→2), 1 kept``: for the closing line."""
+        if not self.changed and not self.kept:
+            return "no DataLoader was made"
+        parts = []
+        if self.changed:
+            diffs = sorted({f"{k} {old}→{new}" for change in self.changed for k, (old, new) in change.items()})
+            parts.append(f"{len(self.changed)} DataLoader(s) changed" + (f" ({', '.join(diffs)})" if diffs else ""))
+        if self.kept:
+            parts.append(f"{self.kept} kept as made (not a training loader)")
+        return ", ".join(parts)
+
+
+def rebuild_loader(loader: Any, settings: dict[str, Any]) -> Any:
+    """A new DataLoader over ``loader``'s dataset, sampler / batch sampler, collate_fn, worker
+    init and generator, with ``settings`` (num_workers, prefetch_factor, ...) laid over its own.
+
+    The sampler object is shared, not copied: a random sampler goes on drawing from its own
+    generator, so the rebuilt loader's order differs from the one the old loader would have
+    produced next only in where the epoch is cut.
+    """
+    from torch.utils.data import DataLoader, IterableDataset
+
+    arguments: dict[str, Any] = {
+        "collate_fn": loader.collate_fn,
+        "worker_init_fn": loader.worker_init_fn,
+        "generator": loader.generator,
+        "timeout": loader.timeout,
+        "num_workers": loader.num_workers,
+        "prefetch_factor": loader.prefetch_factor,
+        "persistent_workers": loader.persistent_workers,
+        "pin_memory": loader.pin_memory,
+        "multiprocessing_context": loader.multiprocessing_context,
+    }
+    for name in ("pin_memory_device", "in_order"):
+        if hasattr(loader, name):
+            arguments[name] = getattr(loader, name)
+    if isinstance(loader.dataset, IterableDataset):
+        arguments.update(batch_size=loader.batch_size, drop_last=loader.drop_last)
+    elif loader.batch_size is not None:  # torch made the batch sampler from these
+        arguments.update(batch_size=loader.batch_size, drop_last=loader.drop_last, sampler=loader.sampler)
+    elif loader.batch_sampler is not None:  # the user's own batch sampler: batch_size stays unset
+        arguments.update(batch_sampler=loader.batch_sampler)
+    else:  # batch_size=None: no automatic batching
+        arguments.update(batch_size=None, sampler=loader.sampler)
+    return DataLoader(loader.dataset, **settle(arguments, settings))
