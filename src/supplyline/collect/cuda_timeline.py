@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from supplyline.analyze.gpu_idle import ClockAlignment, StepGpuMarks
+from supplyline.collect.events import ClockAlignment, StepGpuMarks
 
 _now = time.perf_counter
 MAX_IN_FLIGHT = 64  # steps whose events are still queued; a GPU further behind is not followed

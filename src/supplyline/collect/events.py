@@ -112,3 +112,47 @@ class MonitorInfo:
     samples: list[Sample] = field(default_factory=list)
     gpu_note: str | None = None
     t0_unix_s: float | None = None
+
+
+# -- GPU timeline (collect/cuda_timeline.py), attributed by analyze/gpu_idle.py ---------------
+@dataclass(frozen=True)
+class ClockAlignment:
+    """Maps CUDA event times to the host clock from one synchronised calibration pair.
+
+    ``host_s`` was read right after the anchor event executed on an idle stream, so an event
+    ``elapsed_ms`` after the anchor happened at ``host_s + elapsed_ms / 1000`` on the host clock.
+    """
+
+    host_s: float
+
+    def to_host(self, elapsed_ms: float) -> float:
+        return self.host_s + elapsed_ms / 1000.0
+
+
+@dataclass(frozen=True)
+class HostInterval:
+    """One phase of the training thread, ``start_s``..``end_s`` on the host clock."""
+
+    phase: str
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class SyncPoint:
+    """The host entered a synchronizing CUDA call (``loss.item()``, a blocking copy) at ``t_s``."""
+
+    t_s: float
+    line: str  # "train.py:42"
+
+
+@dataclass(frozen=True)
+class StepGpuMarks:
+    """One step: its wall window on the host and its two CUDA events (None: not complete yet)."""
+
+    step: int
+    start_s: float
+    end_s: float
+    first_work_s: float | None  # GPU reached the step's first work
+    work_done_s: float | None  # GPU finished the step's last work
+    work_queued_s: float | None = None  # host recorded the "done" event (after the step's last launch)
