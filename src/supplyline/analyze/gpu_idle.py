@@ -27,11 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # The collected timestamps live with the other collect records (no torch needed to load them).
+from supplyline import phases as P
 from supplyline.collect.events import ClockAlignment, HostInterval, StepGpuMarks, SyncPoint
 
 __all__ = ["ClockAlignment", "HostInterval", "StepGpuMarks", "SyncPoint", "attribute_gpu_idle", "gpu_side"]
 
-OTHER = "other"
+OTHER = P.OTHER
 SYNC = "sync"
 
 
@@ -214,7 +215,8 @@ def _totals(
     )
 
 
-SIDES = {"data_wait": "input", "transfer": "transfer", "logging": "logging", "checkpoint": "checkpoint"}
+# The host phases whose GPU idle time blames a side of the supply line (collectives are not host-side).
+SIDES = {p.name: p.bound for p in P.SUPPLY_SIDE if p.name != P.COLLECTIVE}
 
 
 def gpu_side(result: GpuIdleResult, threshold: float = 0.20) -> str:
@@ -231,4 +233,4 @@ def gpu_side(result: GpuIdleResult, threshold: float = 0.20) -> str:
         side, share = max(shares.items(), key=lambda kv: kv[1])
         if share >= threshold:
             return side
-    return "compute"
+    return P.COMPUTE
