@@ -54,10 +54,12 @@ def target_of(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
 
 def as_path(target: Any) -> str | None:
     """A filesystem path from a save destination, or None for a buffer or a storage writer."""
-    if isinstance(target, (str, os.PathLike)):
-        return os.fspath(target) if not isinstance(target, bytes) else None  # type: ignore[return-value]
-    path = getattr(target, "path", None)  # DCP's FileSystemWriter, or a writer with a path
-    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(target, (str, os.PathLike)):
+        target = getattr(target, "path", None)  # DCP's FileSystemWriter, or a writer with a path
+    if not isinstance(target, (str, os.PathLike)):
+        return None
+    path = os.fspath(target)
+    return path if isinstance(path, str) else None
 
 
 class _OpenSave:
