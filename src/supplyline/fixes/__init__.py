@@ -35,7 +35,18 @@ if TYPE_CHECKING:
     from supplyline.fixes.periodic import Every, every
     from supplyline.fixes.stdout_queue import AsyncStdout, async_stdout
 
-__all__ = sorted(_HOMES)
+# Spelled out (not sorted(_HOMES)) so linters and type checkers see the public names.
+__all__ = [
+    "AsyncCheckpointer",
+    "AsyncLogging",
+    "AsyncStdout",
+    "Checkpoint",
+    "Every",
+    "async_logging",
+    "async_stdout",
+    "every",
+    "load_latest",
+]
 
 
 def __getattr__(name: str) -> Any:
