@@ -4,8 +4,10 @@ The stack sampler, the sync counter and the save hooks all need the same answer 
 file, so it is decided once here and cached per file name (a dict lookup on the hot path).
 
 - *user*: any file outside the interpreter's stdlib/site-packages and outside supplyline;
-- *machinery*: torch's DataLoader code and supplyline's own wrappers, which sit between the
-  user's ``for`` line and the dataset's code and explain nothing;
+- *machinery*: torch's DataLoader code and supplyline's own wrappers: they sit between the user's
+  ``for`` line and the dataset's code and explain nothing about what costs;
+- *waiting*: the standard library's waiting code (threading, queue, multiprocessing, selectors):
+  waiting for workers (or a lock) is not a library's work either;
 - *library*: everything else (torchvision, PIL, numpy, transformers, torch's kernels...).
 """
 
@@ -22,15 +24,20 @@ _LIB_DIRS = tuple(
 )
 OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _DATA_MACHINERY = f"{os.sep}torch{os.sep}utils{os.sep}data{os.sep}"
+_STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+_WAITING = tuple(
+    _STDLIB + name
+    for name in ("threading.py", "queue.py", "selectors.py", "multiprocessing" + os.sep, "concurrent" + os.sep)
+)
 _RUNPY = f"{os.sep}runpy.py"  # Python 3.11+ may run a frozen runpy: "<frozen runpy>"
 
-USER, LIBRARY, MACHINERY, OUTSIDE = "user", "library", "machinery", "outside"
+USER, LIBRARY, MACHINERY, WAITING, OUTSIDE = "user", "library", "machinery", "waiting", "outside"
 
 _kinds: dict[str, str] = {}
 
 
 def file_kind(filename: str) -> str:
-    """``user``, ``library``, ``machinery`` or ``outside`` (runpy: the program's edge) for a code file."""
+    """``user``, ``library``, ``machinery``, ``waiting`` or ``outside`` (runpy: the program's edge)."""
     kind = _kinds.get(filename)
     if kind is None:
         kind = _classify(filename)
@@ -46,6 +53,8 @@ def _classify(filename: str) -> str:
     real = os.path.realpath(filename)
     if real.startswith(OUR_DIR) or _DATA_MACHINERY in real:
         return MACHINERY
+    if real.startswith(_WAITING):
+        return WAITING
     if real.startswith(_LIB_DIRS):
         return LIBRARY
     return USER
