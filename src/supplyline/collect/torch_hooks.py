@@ -27,6 +27,7 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from supplyline import phases as P
+from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
 from supplyline.collect.patching import Patcher
@@ -58,6 +59,7 @@ class TorchHooks(Patcher):
         self.loaders: dict[int, LoaderInfo] = {}
         self.transfers = TransferStats()
         self.save_recorder = SaveRecorder(clock)
+        self.eval_spans = EvalSpans(clock)
         self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
@@ -87,6 +89,8 @@ class TorchHooks(Patcher):
             self._patch(torch.Tensor, "to", self._wrap_to)
             self._patch(torch.Tensor, "cuda", self._wrap_to)
         self.maybe_patch_late()
+        if self.eval_spans.install():
+            self._undo.append(self.eval_spans.uninstall)
 
     def maybe_patch_late(self) -> None:
         """Hook the checkpoint APIs of modules the script has imported since the last call.
@@ -204,10 +208,11 @@ class TorchHooks(Patcher):
     def _hook_optimizers(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-        clock = self.clock
+        clock, spans = self.clock, self.eval_spans
         started: dict[int, float] = {}
 
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
+            _training_work_begins(clock, spans)
             started[id(opt)] = clock.enter("compute_hooked")
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
@@ -230,9 +235,10 @@ class TorchHooks(Patcher):
         return __init__
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock, hooks = self.clock, self
+        clock, hooks, spans = self.clock, self, self.eval_spans
 
         def backward(*args: Any, **kwargs: Any) -> Any:
+            _training_work_begins(clock, spans)
             t = clock.enter("compute_hooked")
             try:
                 return original(*args, **kwargs)
@@ -294,6 +300,15 @@ class TorchHooks(Patcher):
                         stats.blocking += 1
 
         return to
+
+
+def _training_work_begins(clock: StepClock, spans: EvalSpans) -> None:
+    """A backward or an optimizer step starts: an open ``model.eval()`` span ends, and without a
+    DataLoader the very first one opens the first step (two attribute reads on the hot path)."""
+    if spans._eval_mode_started >= 0:
+        spans.training_resumed()
+    if clock.open_start is None:
+        clock.open_before_first_update()
 
 
 # (module, owner within it, attribute, kind): checkpoint APIs hooked once their module is imported.
