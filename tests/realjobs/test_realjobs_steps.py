@@ -63,9 +63,6 @@ def eval_phase(monkeypatch):
     """A step clock with an ``eval`` phase, as the doctor's clock will have."""
     phases = (*steps_module.PHASES, "eval")
     monkeypatch.setattr(steps_module, "PHASES", phases)
-    monkeypatch.setattr(
-        steps_module, "STEP_FIELDS", tuple(f for f in steps_module.STEP_FIELDS if f != "whatif") + ("eval_s", "whatif")
-    )
     # keep the column order the clock appends in: start, duration, phases..., the rest
     fields = (
         "start_s",
