@@ -163,6 +163,7 @@ def written_files(roots: list[str], since_unix: float) -> tuple[list[str], int |
     a Trainer checkpoint) the files in it modified since the save began; with their total bytes."""
     if not roots:
         return [], None
+    roots = [os.path.abspath(r) for r in roots]  # a nested save's relative path and the scan's must meet
     folder = _common_folder(roots)
     seen: dict[str, int] = {}
     for root in roots + ([folder] if folder else []):
