@@ -123,7 +123,7 @@ def test_print_heavy_job_to_a_slow_reader_gets_async_stdout_and_it_works(zoo_pat
     fixed = _doctor_into_slow_reader(tmp_path, script, "--async", "60")
     before, after = _logging_share(plain), _logging_share(fixed)
     print(f"logging share of step time: {before:.1%} plain, {after:.1%} with async_stdout")
-    assert before > 0.3, before  # the pipe is full: each print waits for the reader
+    assert before > 0.1, before  # the pipe is full: each print waits for the reader
     assert after < before / 3, (before, after)
     line = [s for s in plain["line_samples"] if s["phase"] == "logging"]
     code = 'print(f"[{i}/{steps}] Loss_D: {loss.item():.4f} " + "." * 8000, flush=True)'

@@ -11,7 +11,7 @@ if "--async" in sys.argv:
     from supplyline.fixes import async_stdout
 
     async_stdout()
-steps = int([a for a in sys.argv[1:] if a.isdigit()][0]) if any(a.isdigit() for a in sys.argv[1:]) else 60
+steps = int(next((a for a in sys.argv[1:] if a.isdigit()), "60"))
 torch.manual_seed(0)
 data = TensorDataset(torch.randn(steps * 8, 32), torch.randint(0, 4, (steps * 8,)))
 model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
