@@ -85,7 +85,7 @@ while True:
     chunk = os.read(0, 4096)
     if not chunk:
         break
-    time.sleep(0.02)  # a terminal or log collector slower than the job prints
+    time.sleep(0.05)  # a terminal or log collector slower than the job prints
 """
 
 
@@ -119,14 +119,14 @@ def _logging_share(record: dict) -> float:
 
 def test_print_heavy_job_to_a_slow_reader_gets_async_stdout_and_it_works(zoo_path, tmp_path):
     script = zoo_path("print_heavy.py")
-    plain = _doctor_into_slow_reader(tmp_path, script, "60")
-    fixed = _doctor_into_slow_reader(tmp_path, script, "--async", "60")
+    plain = _doctor_into_slow_reader(tmp_path, script, "40")
+    fixed = _doctor_into_slow_reader(tmp_path, script, "--async", "40")
     before, after = _logging_share(plain), _logging_share(fixed)
     print(f"logging share of step time: {before:.1%} plain, {after:.1%} with async_stdout")
-    assert before > 0.1, before  # the pipe is full: each print waits for the reader
+    assert before > 0.3, before  # the pipe is full: each print waits for the reader
     assert after < before / 3, (before, after)
     line = [s for s in plain["line_samples"] if s["phase"] == "logging"]
-    code = 'print(f"[{i}/{steps}] Loss_D: {loss.item():.4f} " + "." * 8000, flush=True)'
+    code = 'print(f"[{i}/{steps}] Loss_D: {loss.item():.4f} " + "." * 16000, flush=True)'
     assert line and all(s["file"].endswith("print_heavy.py") for s in line)
     snippet = logging_fix_snippet("    " + code)
     assert "+ async_stdout()" in snippet and "async_logging" not in snippet

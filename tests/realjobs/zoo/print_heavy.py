@@ -21,4 +21,4 @@ for i, (x, y) in enumerate(DataLoader(data, batch_size=8)):
     opt.zero_grad()
     loss.backward()
     opt.step()
-    print(f"[{i}/{steps}] Loss_D: {loss.item():.4f} " + "." * 8000, flush=True)
+    print(f"[{i}/{steps}] Loss_D: {loss.item():.4f} " + "." * 16000, flush=True)
