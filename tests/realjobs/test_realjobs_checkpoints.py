@@ -144,3 +144,13 @@ def test_framework_apis_are_hooked_once_imported(hooks):
     assert getattr(PreTrainedModel.save_pretrained, "__wrapped__", None) is not None
     hooks.uninstall()
     assert getattr(Trainer._save_checkpoint, "__wrapped__", None) is None
+
+
+def test_helpers_take_the_records_typed_save_events_too():
+    from supplyline.collect.events import SaveEvent
+
+    events = [
+        SaveEvent("torch.save", 10.0 * k, 0.5, "c.pt", True, step=5 * k + 4, files=["c.pt"], bytes=2_000_000)
+        for k in range(3)
+    ]
+    assert describe(events) == "3 checkpoints, every 5 steps, 2.0 MB each, 500 ms each"

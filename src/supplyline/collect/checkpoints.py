@@ -1,7 +1,7 @@
 """From the record's saves to checkpoints and their real cadence ("4 checkpoints, every 5 steps,
 340 MB each, 1.2 s each").
 
-Pure functions of the ``saves`` entries (dicts, as the record keeps them). A checkpoint is what a
+Pure functions of the ``saves`` entries: the record's ``SaveEvent`` objects, or their JSON dicts. A checkpoint is what a
 user would call one: the saves made in the same step, each starting within ``gap_s`` of the end of
 the one before (``torch.save(model)`` then ``torch.save(optimizer)``), count as one, with their
 summed time and bytes and all their files; saves without a step index stay one each. Saves nested in one call (a Trainer's
@@ -17,6 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 GAP_S = 2.0  # saves closer than this, in one step, are one checkpoint
+Save = Mapping[str, Any] | Any  # a SaveEvent, or its JSON form (older records lack the newer keys)
+
+
+def _get(save: Save, key: str, default: Any = None) -> Any:
+    if isinstance(save, Mapping):
+        return save.get(key, default)
+    return getattr(save, key, default)
 
 
 @dataclass
@@ -54,37 +61,39 @@ class Cadence:
         return ", ".join(parts)
 
 
-def group_checkpoints(saves: Sequence[Mapping[str, Any]], gap_s: float = GAP_S) -> list[Checkpoint]:
+def group_checkpoints(saves: Sequence[Save], gap_s: float = GAP_S) -> list[Checkpoint]:
     """Saves made together (same step, each within ``gap_s`` of the previous one's end) -> checkpoints."""
     out: list[Checkpoint] = []
     last_end = float("-inf")
-    for save in sorted(saves, key=lambda s: s["start_s"]):
-        step = save.get("step")
+    for save in sorted(saves, key=lambda s: _get(s, "start_s")):
+        step = _get(save, "step")
         current = out[-1] if out else None
         # Without a step index (records from before it was kept) nothing says two saves belong together.
-        joins = (
-            current is not None and step is not None and current.step == step and save["start_s"] - last_end <= gap_s
-        )
+        start = _get(save, "start_s")
+        joins = current is not None and step is not None and current.step == step and start - last_end <= gap_s
         if current is None or not joins:
-            current = Checkpoint(step=step, start_s=save["start_s"], duration_s=0.0, bytes=None)
+            current = Checkpoint(step=step, start_s=start, duration_s=0.0, bytes=None)
             out.append(current)
         _add(current, save)
-        last_end = save["start_s"] + save["duration_s"]
+        last_end = start + _get(save, "duration_s")
     return out
 
 
-def _add(ckpt: Checkpoint, save: Mapping[str, Any]) -> None:
-    ckpt.duration_s += save["duration_s"]
+def _add(ckpt: Checkpoint, save: Save) -> None:
+    ckpt.duration_s += _get(save, "duration_s")
     ckpt.saves += 1
-    ckpt.in_step = ckpt.in_step and bool(save.get("in_step", True))
-    files = save.get("files") or ([save["target"]] if save.get("target") else [])
+    ckpt.in_step = ckpt.in_step and bool(_get(save, "in_step", True))
+    target = _get(save, "target")
+    files = _get(save, "files") or ([target] if target else [])
     ckpt.files += [f for f in files if f not in ckpt.files]
-    if save.get("bytes") is not None:
-        ckpt.bytes = (ckpt.bytes or 0) + int(save["bytes"])
-    if save["kind"] not in ckpt.apis:
-        ckpt.apis.append(save["kind"])
-    if save.get("caller"):
-        ckpt.callers.append(save["caller"])
+    nbytes = _get(save, "bytes")
+    if nbytes is not None:
+        ckpt.bytes = (ckpt.bytes or 0) + int(nbytes)
+    kind = _get(save, "kind")
+    if kind not in ckpt.apis:
+        ckpt.apis.append(kind)
+    if _get(save, "caller"):
+        ckpt.callers.append(_get(save, "caller"))
 
 
 def cadence(checkpoints: Sequence[Checkpoint]) -> Cadence:
@@ -101,9 +110,9 @@ def cadence(checkpoints: Sequence[Checkpoint]) -> Cadence:
     )
 
 
-def describe(saves: Sequence[Mapping[str, Any]], in_step_only: bool = True) -> str:
+def describe(saves: Sequence[Save], in_step_only: bool = True) -> str:
     """The cadence sentence for a record's saves (those inside training steps by default)."""
-    chosen = [s for s in saves if s.get("in_step", True)] if in_step_only else list(saves)
+    chosen = [s for s in saves if _get(s, "in_step", True)] if in_step_only else list(saves)
     return cadence(group_checkpoints(chosen)).sentence()
 
 

@@ -85,6 +85,10 @@ class LineSample:
     line: int
     function: str
     samples: int
+    # Data wait only (num_workers=0): the library code below the DataLoader that the line runs,
+    # as "file:line:function": the entry (``Image.filter``) and the innermost library frame.
+    library: str = ""
+    library_leaf: str = ""
 
 
 @dataclass

@@ -74,7 +74,7 @@ class AsyncStdout:
 
     def start(self) -> AsyncStdout:
         self._thread.start()
-        sys.stdout, sys.stderr = self.streams  # type: ignore[assignment]
+        sys.stdout, sys.stderr = self.streams
         _exit.register(self.stop)
         return self
 
