@@ -10,7 +10,6 @@ from logging.handlers import QueueHandler
 import pytest
 from fixes_helpers import read_until, run_child, start_child, write_script
 
-from supplyline.errors import UserError
 from supplyline.fixes import async_logging
 
 N_RECORDS = 400
@@ -162,6 +161,4 @@ def test_handler_levels_still_apply(private_logger):
     assert quiet.messages == ["kept"]
 
 
-def test_logger_without_handlers_is_one_clear_error():
-    with pytest.raises(UserError, match="has no handlers to move"):
-        async_logging(f"supplyline-test-empty-{id(object())}")
+# A logger without handlers falls back to async_stdout(): tested in a child process in test_fixes_stdout.py.

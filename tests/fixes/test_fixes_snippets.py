@@ -48,3 +48,92 @@ def test_logging_snippet_moves_item_out_of_every_step():
     assert "        if log_every(loss):" in added
     assert '            logger.info(f"step {step} loss {log_every.mean:.4f}")' in added
     ast.parse(textwrap.dedent("\n".join(added[-2:])))  # the replacement is valid Python
+
+
+# -- fixes that apply to the code they name -------------------------------------------------------
+HF_STACK = [
+    "/venv/lib/python3.12/site-packages/transformers/trainer.py:3572:_save_optimizer_and_scheduler",
+    "/venv/lib/python3.12/site-packages/transformers/trainer.py:2520:_inner_training_loop",
+    "/home/u/train_hf.py:48:main",
+]
+LIGHTNING_STACK = [
+    {"file": "/venv/lib/python3.12/site-packages/lightning/pytorch/loops/fit_loop.py"},
+    {"file": "/home/u/train_pl.py"},
+]
+
+
+def test_framework_of_reads_the_stack():
+    from supplyline.fixes.snippets import framework_of
+
+    assert framework_of(HF_STACK) == "hf_trainer"
+    assert framework_of(LIGHTNING_STACK) == "lightning"
+    assert (
+        framework_of(["/venv/lib/python3.12/site-packages/pytorch_lightning/trainer/trainer.py:1:fit"]) == "lightning"
+    )
+    assert framework_of(["/home/u/train.py:10:main", "/venv/site-packages/torch/serialization.py:900:save"]) == "plain"
+    assert framework_of([]) == "plain"
+    # a user file merely named like a framework is not one
+    assert framework_of(["/home/u/my_trainer.py:3:main"]) == "plain"
+
+
+def test_checkpoint_snippet_never_rewrites_a_line_that_is_not_a_save():
+    for line in ["    out = trainer.train()", "for batch in loader:", "save_everything()", "    loss.backward()"]:
+        snippet = checkpoint_fix_snippet(line)
+        assert not [x for x in snippet.splitlines() if x.startswith("- ")], snippet
+        assert "+ checkpointer.save(state, step=step)" in snippet
+
+
+def test_checkpoint_snippet_for_other_save_apis_on_the_line():
+    added = _added(checkpoint_fix_snippet('    save_file(model.state_dict(), f"out/w_{step}.safetensors")'))
+    assert added[1:] == [
+        'checkpointer = AsyncCheckpointer("out", keep_last=3)',
+        "    checkpointer.save(model.state_dict(), step=step)",
+    ]
+    added = _added(checkpoint_fix_snippet("        model.save_pretrained(os.path.join(run_dir, f'ckpt-{it}'))"))
+    assert added[2] == "        checkpointer.save(model.state_dict(), step=it)"
+
+
+def test_hf_trainer_job_gets_training_arguments_not_a_diff_of_its_train_call():
+    snippet = checkpoint_fix_snippet("    out = trainer.train()", frames=HF_STACK, every_steps=5)
+    assert "trainer.train()" not in snippet and "checkpointer" not in snippet
+    assert "TrainingArguments(" in snippet and "save_steps=500," in snippet and "every 5 steps" in snippet
+    assert "save_only_model=True" in snippet
+
+
+def test_dataloader_snippets_per_framework():
+    from supplyline.fixes.snippets import dataloader_fix_snippet
+
+    hf = dataloader_fix_snippet(HF_STACK, num_workers=4, prefetch_factor=2)
+    for arg in (
+        "dataloader_num_workers=4",
+        "dataloader_pin_memory=True",
+        "dataloader_persistent_workers=True",
+        "dataloader_prefetch_factor=2",
+    ):
+        assert arg in hf
+    pl = dataloader_fix_snippet(LIGHTNING_STACK, num_workers=3)
+    assert "train_dataloader()" in pl and "num_workers=3" in pl and "persistent_workers=True" in pl
+    plain = dataloader_fix_snippet([], num_workers=2)
+    assert "+ DataLoader(..., num_workers=2, pin_memory=True, persistent_workers=True)" in plain
+
+
+def test_lightning_checkpoint_and_logging_snippets():
+    ckpt = checkpoint_fix_snippet("        trainer.fit(model, dm)", frames=LIGHTNING_STACK, every_steps=10)
+    assert "AsyncCheckpointIO()" in ckpt and "every_n_train_steps=500" in ckpt and "- " not in ckpt
+    log = logging_fix_snippet("        trainer.fit(model, dm)", frames=LIGHTNING_STACK)
+    assert "log_every_n_steps=100" in log
+    assert "logging_steps=100" in logging_fix_snippet("trainer.train()", frames=HF_STACK)
+
+
+def test_print_gets_async_stdout_not_async_logging():
+    snippet = logging_fix_snippet('            print(f"[{epoch}/{n}][{i}] Loss_D: {errD.item():.4f}")')
+    added = _added(snippet)
+    assert added[:2] == ["from supplyline.fixes import async_stdout", "async_stdout()"]
+    assert "async_logging" not in snippet
+    assert '                print(f"[{epoch}/{n}][{i}] Loss_D: {log_every.mean:.4f}")' in added  # the .item() change
+
+
+def test_logging_snippet_never_rewrites_a_line_that_does_not_log():
+    snippet = logging_fix_snippet("    optimizer.zero_grad()")
+    assert not [x for x in snippet.splitlines() if x.startswith("- ")]
+    assert "async_stdout()" in snippet and "async_logging()" in snippet

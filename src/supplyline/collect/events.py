@@ -39,6 +39,9 @@ class LoaderInfo:
     # Set when the record is built: the loader whose batches fed optimizer steps is "train".
     role: LoaderRole = "other"
     dataset_spec: str | None = None  # MODULE:ATTR of its dataset, when the doctor could name it
+    # The stack that first iterated the loader, innermost first ("file:line:function"): a Trainer's
+    # or Lightning's loop shows in it, so fixes can be written in the framework's own settings.
+    iter_stack: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -60,13 +63,20 @@ class TransferStats:
 
 @dataclass
 class SaveEvent:
-    """One checkpoint save call."""
+    """One outermost checkpoint-save call on the training thread (hooked saves nested in it are folded in)."""
 
-    kind: str  # "torch.save" | "dcp.save" | "dcp.async_save"
-    start_s: float
+    kind: str  # the API called: "torch.save", "safetensors.save_file", "hf.save_pretrained", ... (collect/saves.py)
+    start_s: float  # since the step clock's zero
     duration_s: float
-    target: str
+    target: str  # the path argument as given ("" when the API takes none)
     in_step: bool
+    step: int = 0  # index of the step the save fell in (steps closed before it)
+    files: list[str] = field(default_factory=list)  # files written by this call and the saves nested in it
+    bytes: int | None = None  # their total size once written (None: written to memory or not found)
+    nested: list[str] = field(default_factory=list)  # APIs of the hooked saves inside this one
+    caller: str = ""  # "file:line:function" of the frame that made the call
+    user_caller: str = ""  # the innermost frame in the user's own files on that stack
+    stack: list[str] = field(default_factory=list)  # the caller's stack, innermost first
 
 
 @dataclass
@@ -79,6 +89,10 @@ class LineSample:
     line: int
     function: str
     samples: int
+    # Data wait only (num_workers=0): the library code below the DataLoader that the line runs,
+    # as "file:line:function": the entry (``Image.filter``) and the innermost library frame.
+    library: str = ""
+    library_leaf: str = ""
 
 
 @dataclass

@@ -3,29 +3,29 @@
 A daemon thread reads ``sys._current_frames()`` every ``interval_s`` and counts, per sample: the
 phase the hooks say the thread is in, whether the stack is inside torch's module call / autograd
 / optimizer machinery ("torch" = compute), and the innermost frame of the user's own code.
-At 25 Hz it costs about 0.2% of one core (measured: record.sampler.cpu_s), plus brief GIL hand-overs on the training thread.
+
+In the data-wait phase with ``num_workers=0`` the training thread runs the dataset itself; there
+the sample also keeps the library code below the DataLoader machinery (a torchvision dataset, a
+PIL resize, a numpy reduction): ``library`` is the library function called from the user's code
+or from the DataLoader (the entry point: ``Image.resize``), ``library_leaf`` the innermost library
+frame, and the user line is then the one that called them (or the ``for`` line, when the dataset
+itself is a library's). At 25 Hz it costs about 0.2% of one core (measured: record.sampler.cpu_s),
+plus brief GIL hand-overs on the training thread; benchmarks/sampler_cost.py gives the cost per sample.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 from types import FrameType
 
+from supplyline.collect.frames import LIBRARY, MACHINERY, OUTSIDE, USER, file_kind, frame_text
 from supplyline.collect.steps import StepClock
 
-_LIB_DIRS = tuple(
-    os.path.realpath(p) + os.sep
-    for p in {sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
-    if p
-)
-_RUNPY = f"{os.sep}runpy.py"  # Python 3.11+ may run a frozen runpy: "<frozen runpy>"
-_OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _COMPUTE_MARKERS = (
     f"{os.sep}torch{os.sep}nn{os.sep}",
     f"{os.sep}torch{os.sep}autograd{os.sep}",
@@ -42,6 +42,8 @@ class LineKey:
     file: str
     line: int
     function: str
+    library: str = ""  # data wait only: "file:line:function" of the library entry below the loader
+    library_leaf: str = ""  # data wait only: the innermost library frame
 
 
 class StackSampler:
@@ -50,10 +52,10 @@ class StackSampler:
         self.interval_s = interval_s
         self.counts: Counter[LineKey] = Counter()
         self.samples = 0
+        self.skipped = 0  # samples dropped because the phase changed while the stack was read
         self.cpu_s = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="supplyline-stack-sampler", daemon=True)
-        self._user_cache: dict[str, bool] = {}
         self._compute_cache: dict[str, bool] = {}
 
     def start(self) -> None:
@@ -75,25 +77,36 @@ class StackSampler:
         sleep, stopped = time.sleep, self._stop.is_set
         while not stopped():
             sleep(self.interval_s)  # cheaper than Event.wait(timeout), which costs ~20 µs of CPU a call
-            if self.clock.open_start is None or self.clock.whatif_label:
+            clock = self.clock
+            if clock.open_start is None or clock.whatif_label:
                 continue  # outside an observed step: nothing to attribute
+            phase = clock.phase
             frame = sys._current_frames().get(tid)
             if frame is None:
                 continue
+            if clock.phase is not phase:
+                # The thread switched phase between the two reads (a fetch ended): the stack would
+                # land on the next line under the old phase (`optimizer.zero_grad()` as data wait).
+                self.skipped += 1
+                continue
             try:
-                self._record(frame, self.clock.phase or "unhooked")
+                self._record(frame, phase or "unhooked")
             except Exception:  # a sampler hiccup must never surface in the job
                 continue
 
     def _record(self, frame: FrameType, phase: str) -> None:
+        if phase == "data_wait":
+            self._record_data_wait(frame)
+            return
         user: FrameType | None = None
         torch_seen = False
         f: FrameType | None = frame
         while f is not None:
             filename = f.f_code.co_filename
-            if filename.endswith(_RUNPY) or filename == "<frozen runpy>":
+            kind = file_kind(filename)
+            if kind == OUTSIDE:
                 break  # outside the user's program: runpy, our launcher, the console script
-            if user is None and self.is_user_file(filename):
+            if user is None and kind == USER:
                 user = f
                 if torch_seen:
                     break
@@ -110,16 +123,42 @@ class StackSampler:
         )
         self.counts[key] += 1
 
+    def _record_data_wait(self, frame: FrameType) -> None:
+        """A sample in the data wait: the user line, plus the library code it (or the DataLoader) runs."""
+        user: FrameType | None = None
+        leaf: FrameType | None = None
+        entry: FrameType | None = None
+        below_loader = True  # still inside the dataset's code, below the DataLoader machinery
+        f: FrameType | None = frame
+        while f is not None:
+            kind = file_kind(f.f_code.co_filename)
+            if kind == USER:
+                user = f
+                break
+            if kind == OUTSIDE:
+                break
+            if kind == MACHINERY:
+                below_loader = False
+            elif kind == LIBRARY and below_loader:
+                leaf = leaf or f
+                entry = f
+            f = f.f_back
+        self.samples += 1
+        if user is None:
+            return
+        key = LineKey(
+            "data_wait",
+            "user",
+            user.f_code.co_filename,
+            user.f_lineno,
+            user.f_code.co_name,
+            frame_text(entry) if entry is not None else "",
+            frame_text(leaf) if leaf is not None else "",
+        )
+        self.counts[key] += 1
+
     def is_user_file(self, filename: str) -> bool:
-        cached = self._user_cache.get(filename)
-        if cached is None:
-            if filename.startswith("<"):
-                cached = False
-            else:
-                real = os.path.realpath(filename)
-                cached = not real.startswith(_LIB_DIRS) and not real.startswith(_OUR_DIR)
-            self._user_cache[filename] = cached
-        return cached
+        return file_kind(filename) == USER
 
     def _is_compute(self, filename: str) -> bool:
         cached = self._compute_cache.get(filename)

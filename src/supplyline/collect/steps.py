@@ -5,8 +5,9 @@ training loader's fetch to the start of the next fetch that follows an update, s
 two optimizers per batch counts one step, and gradient accumulation (k fetches, one update) counts
 one step of k batches. The training loader is the one whose fetches are followed by updates; a
 validation loader's fetches end the open step and their time is kept outside the steps.
-Without a DataLoader, steps run from one update of the first optimizer seen to the next; without
-an optimizer, ``backward()`` calls stand in for updates.
+Without a DataLoader, steps run from one update of the first optimizer seen to the next, and the
+first step starts at the first backward or optimizer call (``open_before_first_update``: the
+forward before it is not seen); without an optimizer, ``backward()`` calls stand in for updates.
 
 Only the outermost hooked phase counts (a dataset that prints inside a fetch is data wait, not
 logging), and only events on the training thread count. Everything here runs on the training
@@ -144,6 +145,22 @@ class StepClock:
                 self._open(t, cpu)
             return
         self.updates += 1
+
+    def open_before_first_update(self) -> None:
+        """Called by the hooks at each backward and optimizer step: without a DataLoader, the first
+        step opens at the first of them, so the first update's work is not left outside every step.
+
+        Only when an optimizer exists (its update will close the step) and nothing opened a step yet.
+        """
+        if (
+            self.open_start is None
+            and self.has_optimizer
+            and self.last_fetch_loader is None
+            and not self.external
+            and not self.steps["whatif"]
+            and threading.get_ident() == self.train_tid
+        ):
+            self._open(_now())
 
     def add_collective(self, blocked_s: float) -> None:
         """Time the training thread sat in a backward waiting for DDP's gradient all-reduce.

@@ -28,8 +28,11 @@ from torch.utils.data import DataLoader
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from supplyline import phases as P
+from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
+from supplyline.collect.frames import stack_of
 from supplyline.collect.patching import Patcher
+from supplyline.collect.saves import SaveRecorder
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
@@ -56,10 +59,13 @@ class TorchHooks(Patcher):
         self.ctl = controller
         self.loaders: dict[int, LoaderInfo] = {}
         self.transfers = TransferStats()
-        self.saves: list[SaveEvent] = []
+        self.save_recorder = SaveRecorder(clock)
+        self.eval_spans = EvalSpans(clock)
+        self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
-        self._dcp_patched = False
+        # Checkpoint APIs of modules the script imports later: (module, owner path, attribute, kind).
+        self._late: list[tuple[str, str, str, str]] = list(_LATE_SAVE_APIS)
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
         self.after_backward: Callable[[], float] | None = None
         self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
@@ -78,21 +84,32 @@ class TorchHooks(Patcher):
             if hasattr(os, name):
                 self._patch(os, name, self._wrap_phase(P.LOGGING))
         for owner in (torch, torch.serialization):
-            self._patch(owner, "save", self._wrap_save("torch.save"))
+            self._patch(owner, "save", self.save_recorder.wrapper("torch.save"))
+        _import_safetensors()  # before the script, so `from safetensors.torch import save_file` gets the hook
         if torch.cuda.is_available():  # H2D copies only exist with a device; skip the cost on CPU
             self._patch(torch.Tensor, "to", self._wrap_to)
             self._patch(torch.Tensor, "cuda", self._wrap_to)
-        self.maybe_patch_dcp()
+        self.maybe_patch_late()
+        if self.eval_spans.install():
+            self._undo.append(self.eval_spans.uninstall)
 
-    def maybe_patch_dcp(self) -> None:
-        """torch.distributed.checkpoint costs seconds to import: patch it once the script has."""
-        if self._dcp_patched or "torch.distributed.checkpoint" not in sys.modules:
+    def maybe_patch_late(self) -> None:
+        """Hook the checkpoint APIs of modules the script has imported since the last call.
+
+        DCP costs seconds to import and transformers/Lightning are optional: each is patched once
+        the script imported it (checked at install, on each optimizer step and each DataLoader epoch).
+        """
+        if not self._late:
             return
-        self._dcp_patched = True
-        dcp = sys.modules["torch.distributed.checkpoint"]
-        for name, kind in (("save", "dcp.save"), ("async_save", "dcp.async_save")):
-            if hasattr(dcp, name):
-                self._patch(dcp, name, self._wrap_save(kind))
+        for entry in list(self._late):
+            module_name, owner_path, attr, kind = entry
+            module = sys.modules.get(module_name)
+            if module is None:
+                continue
+            self._late.remove(entry)
+            owner = _resolve(module, owner_path)
+            if owner is not None and hasattr(owner, attr):
+                self._patch(owner, attr, self.save_recorder.wrapper(kind))
 
     # -- DataLoader ---------------------------------------------------------------------------
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,7 +119,7 @@ class TorchHooks(Patcher):
             t = _now()
             it = original(loader)
             lid = id(loader)
-            info = hooks.loaders.get(lid) or hooks._describe(loader)
+            info = hooks.loaders.get(lid) or hooks._describe(loader, sys._getframe(1))
             info.epochs_started += 1
             info.iter_create_s.append(_now() - t)
             try:
@@ -110,11 +127,12 @@ class TorchHooks(Patcher):
             except AttributeError:  # a user iterator class with __slots__: fall back to the dataset id
                 pass
             hooks._iter_started[lid] = t
+            hooks.maybe_patch_late()
             return it
 
         return __iter__
 
-    def _describe(self, loader: Any) -> LoaderInfo:
+    def _describe(self, loader: Any, caller: Any = None) -> LoaderInfo:
         ds = loader.dataset
         try:
             n: int | None = len(ds)
@@ -132,6 +150,7 @@ class TorchHooks(Patcher):
             dataset_type=type(ds).__qualname__,
             dataset_len=n,
             dataset_module=type(ds).__module__,
+            iter_stack=stack_of(caller, limit=25),
         )
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds
@@ -190,15 +209,16 @@ class TorchHooks(Patcher):
     def _hook_optimizers(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-        clock = self.clock
+        clock, spans = self.clock, self.eval_spans
         started: dict[int, float] = {}
 
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
+            _training_work_begins(clock, spans)
             started[id(opt)] = clock.enter("compute_hooked")
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
             clock.leave("compute_hooked", started.pop(id(opt), -1.0))
-            self.maybe_patch_dcp()
+            self.maybe_patch_late()
             clock.update(id(opt))
 
         h1, h2 = register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)
@@ -216,9 +236,10 @@ class TorchHooks(Patcher):
         return __init__
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock, hooks = self.clock, self
+        clock, hooks, spans = self.clock, self, self.eval_spans
 
         def backward(*args: Any, **kwargs: Any) -> Any:
+            _training_work_begins(clock, spans)
             t = clock.enter("compute_hooked")
             try:
                 return original(*args, **kwargs)
@@ -246,25 +267,6 @@ class TorchHooks(Patcher):
 
             wrapper.__name__ = getattr(original, "__name__", "wrapper")
             return wrapper
-
-        return make
-
-    def _wrap_save(self, kind: str) -> Callable[[Any], Any]:
-        clock, hooks = self.clock, self
-
-        def make(original: Callable[..., Any]) -> Callable[..., Any]:
-            def save(*args: Any, **kwargs: Any) -> Any:
-                t = clock.enter(P.CHECKPOINT)
-                try:
-                    return original(*args, **kwargs)
-                finally:
-                    if t >= 0:
-                        in_step = clock.open_start is not None
-                        clock.leave(P.CHECKPOINT, t)
-                        target = args[1] if len(args) > 1 else kwargs.get("f", kwargs.get("checkpoint_id", ""))
-                        hooks.saves.append(SaveEvent(kind, t - clock.t0, _now() - t, str(target)[:200], in_step))
-
-            return save
 
         return make
 
@@ -299,6 +301,41 @@ class TorchHooks(Patcher):
                     stats.stream_syncs += kind.syncs_stream
 
         return to
+
+
+def _training_work_begins(clock: StepClock, spans: EvalSpans) -> None:
+    """A backward or an optimizer step starts: an open ``model.eval()`` span ends, and without a
+    DataLoader the very first one opens the first step (two attribute reads on the hot path)."""
+    if spans._eval_mode_started >= 0:
+        spans.training_resumed()
+    if clock.open_start is None:
+        clock.open_before_first_update()
+
+
+# (module, owner within it, attribute, kind): checkpoint APIs hooked once their module is imported.
+_LATE_SAVE_APIS: tuple[tuple[str, str, str, str], ...] = (
+    ("torch.distributed.checkpoint", "", "save", "dcp.save"),
+    ("torch.distributed.checkpoint", "", "async_save", "dcp.async_save"),
+    ("safetensors.torch", "", "save_file", "safetensors.save_file"),
+    ("safetensors.torch", "", "save_model", "safetensors.save_model"),
+    ("transformers.modeling_utils", "PreTrainedModel", "save_pretrained", "hf.save_pretrained"),
+    ("transformers.trainer", "Trainer", "_save_checkpoint", "hf.trainer_checkpoint"),
+    ("lightning.pytorch.trainer.trainer", "Trainer", "save_checkpoint", "lightning.save_checkpoint"),
+    ("pytorch_lightning.trainer.trainer", "Trainer", "save_checkpoint", "lightning.save_checkpoint"),
+    ("lightning.fabric.plugins.io.torch_io", "TorchCheckpointIO", "save_checkpoint", "lightning.checkpoint_io"),
+)
+
+
+def _resolve(module: Any, owner_path: str) -> Any:
+    return getattr(module, owner_path, None) if owner_path else module
+
+
+def _import_safetensors() -> None:
+    """safetensors is small and often imported by name early (transformers binds ``save_file``)."""
+    try:
+        import safetensors.torch  # noqa: F401
+    except Exception:  # not installed, or broken: its saves simply go unseen
+        pass
 
 
 def targets_cuda(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

@@ -1,6 +1,7 @@
 """What users import to apply supplyline's fixes in their own training script.
 
 - ``async_logging()``: log handlers run on a listener thread; the training thread only enqueues.
+- ``async_stdout()``: ``print`` and other stdout/stderr writes, queued and written by a background thread.
 - ``AsyncCheckpointer``: checkpoints copied to CPU memory on the call and written in the
   background, atomically, pruned; ``load_latest`` reads them back.
 - ``every()``: "log every N steps" with an on-device running mean (no per-step host sync).
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 _HOMES = {
     "AsyncLogging": "logging_queue",
     "async_logging": "logging_queue",
+    "AsyncStdout": "stdout_queue",
+    "async_stdout": "stdout_queue",
     "AsyncCheckpointer": "checkpoint",
     "load_latest": "checkpoint",
     "Checkpoint": "_ckpt_files",
@@ -30,8 +33,20 @@ if TYPE_CHECKING:
     from supplyline.fixes.checkpoint import AsyncCheckpointer, load_latest
     from supplyline.fixes.logging_queue import AsyncLogging, async_logging
     from supplyline.fixes.periodic import Every, every
+    from supplyline.fixes.stdout_queue import AsyncStdout, async_stdout
 
-__all__ = sorted(_HOMES)
+# Spelled out (not sorted(_HOMES)) so linters and type checkers see the public names.
+__all__ = [
+    "AsyncCheckpointer",
+    "AsyncLogging",
+    "AsyncStdout",
+    "Checkpoint",
+    "Every",
+    "async_logging",
+    "async_stdout",
+    "every",
+    "load_latest",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 from collections.abc import Iterable
 from logging.handlers import QueueHandler, QueueListener
 from types import TracebackType
 
-from supplyline.errors import UserError
 from supplyline.fixes import _exit
 
 _active: dict[str, AsyncLogging] = {}
@@ -101,12 +101,25 @@ def async_logging(
         chosen = attached if handlers is None else list(handlers)
         chosen = [h for h in chosen if not isinstance(h, QueueHandler)]
         if not chosen:
-            name = "the root logger" if target is logging.getLogger() else f"logger {target.name!r}"
-            raise UserError(
-                f"async_logging: {name} has no handlers to move; call "
-                "logging.basicConfig(...) or add your handlers first, or pass handlers=[...]"
-            )
+            return _without_handlers(target)
         detached = [h for h in chosen if h in attached]
         handle = AsyncLogging(target, chosen, detached).start()
         _active[target.name] = handle
+    return handle
+
+
+def _without_handlers(target: logging.Logger) -> AsyncLogging:
+    """No handlers: there is no logging I/O to move. A script in this state usually ``print``s, so
+    make stdout/stderr asynchronous instead, and say so once (the notice itself goes through it)."""
+    from supplyline.fixes.stdout_queue import async_stdout
+
+    name = "the root logger" if target is logging.getLogger() else f"logger {target.name!r}"
+    async_stdout()
+    sys.stderr.write(
+        f"supplyline: async_logging(): {name} has no handlers, so there is no logging to move; "
+        "print() and stdout/stderr writes are made asynchronous instead (async_stdout()). "
+        "To queue logging too, call it after logging.basicConfig(...) or pass handlers=[...].\n"
+    )
+    handle = AsyncLogging(target, [], [])
+    handle._stopped = True  # nothing attached, nothing to stop: records keep their usual path
     return handle

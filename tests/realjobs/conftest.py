@@ -1,0 +1,44 @@
+"""Fixtures for the real-job tests: run the doctor on a zoo script, read its record and report."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+ZOO = os.path.join(os.path.dirname(__file__), "zoo")
+
+
+class DoctorRun:
+    def __init__(self, proc: Any, out: str) -> None:
+        self.proc = proc
+        self.out = out
+
+    def _load(self, name: str) -> dict[str, Any]:
+        with open(os.path.join(self.out, name)) as fh:
+            return json.load(fh)
+
+    @property
+    def record(self) -> dict[str, Any]:
+        return self._load("record.json")
+
+    @property
+    def report(self) -> dict[str, Any]:
+        return self._load("report.json")
+
+
+@pytest.fixture
+def zoo_path():
+    return lambda name: os.path.join(ZOO, name)
+
+
+@pytest.fixture
+def doctor(tmp_path, cli):
+    def run(*args: str, env: dict[str, str] | None = None) -> DoctorRun:
+        out = str(tmp_path / "report")
+        proc = cli(["doctor", "--out", out, *args], cwd=str(tmp_path), env=env)
+        return DoctorRun(proc, out)
+
+    return run
