@@ -159,7 +159,7 @@ def run_script(path: str, steps: int) -> Result:
     whole = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"benchmark script {path} failed:\n{done.stderr[-2000:]}")
-    line = next(l for l in done.stdout.splitlines() if l.startswith("RESULT "))
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     data = json.loads(line[len("RESULT ") :])
     return Result(data["mean_step_ms"], data["median_step_ms"], whole)
 

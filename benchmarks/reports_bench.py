@@ -60,10 +60,10 @@ def live_overhead(tmp: str) -> None:
     for k in range(2):  # interleaved: the machine's load drifts
         plain.append(statistics.median(doctor(os.path.join(tmp, f"plain{k}"), False).steps["duration_s"][1:]))
         live.append(statistics.median(doctor(os.path.join(tmp, f"live{k}"), True).steps["duration_s"][1:]))
-    p, l = statistics.median(plain), statistics.median(live)
+    p, lv = statistics.median(plain), statistics.median(live)
     print(
-        f"live view: median step {l * 1e3:.2f} ms with --live vs {p * 1e3:.2f} ms without "
-        f"(ratio {l / p:.3f}; the job prints one 170-character line per step)"
+        f"live view: median step {lv * 1e3:.2f} ms with --live vs {p * 1e3:.2f} ms without "
+        f"(ratio {lv / p:.3f}; the job prints one 170-character line per step)"
     )
 
 

@@ -39,11 +39,11 @@ from supplyline.tune.measure import Measurement, measure_config
 from supplyline.tune.model import probe
 from supplyline.tune.runner import TuneOptions, tune
 from supplyline.tune.space import LoaderConfig, usable_cores, worker_ladder
+from supplyline.tune.target import TuneTarget, target_for_dataset
 
 # Both the grid and the tuner search prefetch 2 and 4 (the tuner's default also tries 8): a
 # smaller space keeps the grid, and so the whole benchmark, to a few minutes on a shared machine.
 PREFETCH = (2, 4)
-from supplyline.tune.target import TuneTarget, target_for_dataset
 
 
 class JpegDataset(Dataset):

@@ -101,7 +101,7 @@ class RunRecord:
     distributed: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return to_plain(self)  # type: ignore[no-any-return]  # a dataclass always becomes a dict
+        return to_plain(self)  # a dataclass always becomes a dict
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRecord:

@@ -48,7 +48,7 @@ def from_plain(cls: type[T], data: Any, path: str = "") -> T:
     Fields missing from ``data`` take their defaults (records written before the field existed);
     keys ``cls`` does not know are ignored (records written by a newer supplyline).
     """
-    return _convert(cls, data, path)  # type: ignore[no-any-return]  # _convert is checked by construction
+    return _convert(cls, data, path)  # _convert is checked by construction
 
 
 @cache
@@ -77,7 +77,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
             raise ShapeError(path, f"expected an object, got {_kind(value)}")
         _, item = typing.get_args(tp) or (str, Any)
         return {str(k): _convert(item, v, f"{path}.{k}" if path else str(k)) for k, v in value.items()}
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _dataclass(tp, value, path)
     return _scalar(tp, value, path)
 

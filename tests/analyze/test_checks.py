@@ -25,8 +25,10 @@ from supplyline.analyze.speedup import removal_speedup
 from supplyline.analyze.supply import supply_signal
 from supplyline.record import RunRecord
 
+NO_COMMANDS = DatasetCommands()
 
-def evidence(rec: RunRecord, snippets=None, commands=DatasetCommands()) -> Evidence:
+
+def evidence(rec: RunRecord, snippets=None, commands=NO_COMMANDS) -> Evidence:
     return Evidence(rec, breakdown(rec), supply_signal(rec), commands, snippets)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 
 def probe_output(stdout: str) -> dict:
-    return json.loads(next(l for l in stdout.splitlines() if l.startswith("PROBE "))[6:])
+    return json.loads(next(x for x in stdout.splitlines() if x.startswith("PROBE "))[6:])
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def test_sync_counter_attributes_to_the_user_line():
     library_call()
     library_call()
     assert counter.total == 2
-    (file, line, fn), count = counter.by_line.most_common(1)[0]
+    (file, _line, fn), count = counter.by_line.most_common(1)[0]
     assert file == __file__ and fn == "library_call" and count == 2
     assert counter.install() is (torch.cuda.is_available())
     counter.uninstall()

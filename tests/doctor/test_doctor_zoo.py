@@ -95,7 +95,7 @@ def test_two_optimizers_per_batch_and_validation_loader(doctor, zoo_path):
     # validation batches are never counted as steps.
     assert 38 <= len(rec["steps"]["duration_s"]) <= 40
     assert all(b == 1 for b in rec["steps"]["batches"])
-    roles = sorted(l["role"] for l in rec["loaders"])
+    roles = sorted(ld["role"] for ld in rec["loaders"])
     assert roles == ["other", "train"]
     assert rec["outside_steps_s"]["eval_loader_wait"] > 0
 
@@ -111,7 +111,7 @@ def test_gradient_accumulation_counts_updates(doctor, zoo_path):
 def test_data_wait_share_agrees_with_the_scripts_own_meter(doctor, zoo_path):
     run = doctor(zoo_path("meter.py"))
     assert run.proc.returncode == 0, run.proc.stderr
-    line = next(l for l in run.proc.stdout.splitlines() if l.startswith("METER"))
+    line = next(x for x in run.proc.stdout.splitlines() if x.startswith("METER"))
     theirs = float(line.split("=")[1])
     ours = run.report["phase_share"]["data_wait"]
     assert abs(ours - theirs) <= 0.03, (ours, theirs)

@@ -113,7 +113,7 @@ def test_best_checkpoint_survives_pruning(scratch):
     saved = []
     with AsyncCheckpointer(scratch, keep_last=1, every_steps=3, on_improvement="min") as ckpt:
         for step, metric in metrics.items():
-            if ckpt.maybe_save(lambda: {"step": step}, step=step, metric=metric):
+            if ckpt.maybe_save(lambda step=step: {"step": step}, step=step, metric=metric):
                 saved.append(step)
     assert saved == [1, 3, 4, 6, 9]
     assert sorted(os.listdir(scratch)) == ["best", "ckpt-000000004.pt", "ckpt-000000009.pt", "latest"]
@@ -161,7 +161,7 @@ def test_load_latest_without_checkpoint_and_with_a_broken_pointer(scratch):
 
 def test_stale_temporaries_are_removed_on_start(scratch):
     stale = [".ckpt-000000007.pt.tmp-12345", ".latest.abc_12.tmp"]
-    for name in stale + ["notes.txt"]:
+    for name in [*stale, "notes.txt"]:
         open(os.path.join(scratch, name), "wb").close()
     AsyncCheckpointer(scratch).close()
     assert sorted(os.listdir(scratch)) == ["notes.txt"]

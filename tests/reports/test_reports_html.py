@@ -8,8 +8,8 @@ import re
 
 from reports_helpers import XSS, without_monitor
 
-from supplyline.analyze.report import build_report
 from supplyline.analyze.breakdown import breakdown
+from supplyline.analyze.report import build_report
 from supplyline.record import RunRecord
 from supplyline.render.html import PLOTS, build_html, embed_json, script_hash
 from supplyline.render.html_assets import SCRIPT
@@ -74,7 +74,7 @@ def test_plot_data_aligns_monitor_with_steps(monitored_record: RunRecord) -> Non
     assert len(m["cpu_cores"]) == 2 and all(len(c) == n for c in m["cpu_cores"])
     late = next(w for w in m["workers"] if w["pid"] == 5001)
     assert late["cpu"][0] is None and late["cpu"][-1] == 70.0  # absent before it started, not 0
-    assert [x["device"] for x in m["disks"]][0] == "nvme0n1"  # busiest first
+    assert next(x["device"] for x in m["disks"]) == "nvme0n1"  # busiest first
     assert m["gpus"][0]["util_pct"][0] == 20.0
     kinds = d["steps"]["kind"]
     assert kinds[0] == "warmup" and "observed" in kinds and kinds[-1] == "whatif"

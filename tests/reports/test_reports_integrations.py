@@ -77,7 +77,7 @@ def test_lightning_callback(tmp_path) -> None:
     record, report, stdout = _run("lightning_train.py", str(tmp_path / "out"), 10, str(tmp_path))
     assert "GLOBAL_STEP 10" in stdout  # the callback stopped Lightning through trainer.should_stop
     assert len(record["steps"]["duration_s"]) == 10 and record["outcome"]["reason"] == "stopped"
-    roles = {l["dataset_type"]: l["role"] for l in record["loaders"]}
+    roles = {ld["dataset_type"]: ld["role"] for ld in record["loaders"]}
     assert roles["Sleepy"] == "train"
     assert any("Lightning" in n for n in record["notes"])
     assert report["phase_share"]["data_wait"] > 0.05  # 24 ms of sleep per batch vs a 32x4 linear layer
@@ -93,6 +93,6 @@ def test_transformers_callback(tmp_path) -> None:
     st = record["steps"]
     assert len(st["duration_s"]) == 12
     assert all(b >= 2 for b in st["batches"])  # gradient_accumulation_steps=2: two batches per optimizer step
-    train = [l for l in record["loaders"] if l["role"] == "train"]
+    train = [ld for ld in record["loaders"] if ld["role"] == "train"]
     assert len(train) == 1 and train[0]["dataset_type"] == "Sleepy"
     assert report["phase_share"]["data_wait"] > 0.05

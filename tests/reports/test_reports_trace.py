@@ -4,6 +4,7 @@ their step, counters numeric, processes and threads named."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -56,10 +57,10 @@ def validate(trace: dict[str, Any]) -> dict[str, Any]:
         ]
         assert len(parents) == 1, p
     ordered = sorted(phases, key=lambda p: p["ts"])
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in itertools.pairwise(ordered):
         assert a["ts"] + a["dur"] <= b["ts"] + 1e-6, (a, b)
     ordered_steps = sorted(steps, key=lambda s: s["ts"])
-    for a, b in zip(ordered_steps, ordered_steps[1:]):
+    for a, b in itertools.pairwise(ordered_steps):
         assert a["ts"] + a["dur"] <= b["ts"] + 1, (a, b)  # 1 µs: each end is rounded on its own
     for ev in steps + phases + counters:
         assert ("process_name", ev["pid"], 0) in names, f"pid {ev['pid']} has no name"

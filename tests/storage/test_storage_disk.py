@@ -74,7 +74,7 @@ def test_probe_file_when_no_large_files_and_it_is_removed(tmp_path, cli):
     assert done.returncode == 0, done.stderr
     report = json.load(open(tmp_path / "r.json"))
     assert report["sequential_source"].startswith("a probe file of 32.0 MiB")
-    cold = [m for m in report["measurements"] if m["cache"] == "cold"][0]
+    cold = next(m for m in report["measurements"] if m["cache"] == "cold")
     assert cold["bytes"] == 32 << 20
     assert sorted(os.listdir(path)) == before
 
@@ -165,7 +165,7 @@ def test_verdict_advises_packing_with_the_numbers(tmp_path):
         _cell("sequential", "cold", 1, 2300, 2300),
     ]
     lines = verdict(_report(tmp_path, "ssd", cells))
-    pack = [line for line in lines if "supplyline pack" in line][0]
+    pack = next(line for line in lines if "supplyline pack" in line)
     assert "20 files averaging 107.4 KiB read cold at 3,100 files/s (0.34 GB/s)" in pack
     assert "2.30 GB/s" in pack and "about 7× faster" in pack
 

@@ -76,7 +76,7 @@ def observed_indices(record: RunRecord) -> tuple[list[int], int]:
 
 def unhooked_split(record: RunRecord) -> dict[str, float]:
     """Fractions of unhooked time that are compute, logging and other, from the stack samples."""
-    counts = {P.COMPUTE: 0, P.LOGGING: 0, P.OTHER: 0}
+    counts: dict[str, int] = {P.COMPUTE: 0, P.LOGGING: 0, P.OTHER: 0}
     for s in record.line_samples:
         if s.phase != "unhooked":
             continue

@@ -16,6 +16,7 @@ import glob
 import os
 import re
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from supplyline import phases as P
@@ -162,13 +163,17 @@ def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
     }
 
 
+def _phase_ms(phase: str) -> Callable[[dict[str, Any]], float]:
+    return lambda row: float(row["phase_ms"][phase])
+
+
 def side_by_side(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per metric: the median rank's value and the worst rank's (ms per step)."""
     out: dict[str, dict[str, Any]] = {}
-    metrics = {
+    metrics: dict[str, Callable[[dict[str, Any]], float]] = {
         "step": lambda r: r["step_ms"],
         "own": lambda r: r["own_ms"],
-        **{p: (lambda r, p=p: r["phase_ms"][p]) for p in P.PHASE_ORDER},
+        **{p: _phase_ms(p) for p in P.PHASE_ORDER},
     }
     for name, get in metrics.items():
         if not rows:

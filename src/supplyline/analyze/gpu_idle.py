@@ -216,7 +216,7 @@ def _totals(
 
 
 # The host phases whose GPU idle time blames a side of the supply line (collectives are not host-side).
-SIDES = {p.name: p.bound for p in P.SUPPLY_SIDE if p.name != P.COLLECTIVE}
+SIDES: dict[str, str | None] = {p.name: p.bound for p in P.SUPPLY_SIDE if p.name != P.COLLECTIVE}
 
 
 def gpu_side(result: GpuIdleResult, threshold: float = 0.20) -> str:

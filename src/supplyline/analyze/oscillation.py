@@ -10,6 +10,7 @@ regularly (coefficient of variation of the periods at most ``max_period_cv``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ def detect_oscillation(
     drops = sum(1 for i in range(1, len(states)) if states[i - 1] and not states[i])
     if len(rises) < min_cycles + 1:
         return _undecided(drops, low, high, f"{max(0, len(rises) - 1)} full cycles seen, need {min_cycles}")
-    periods = [b - a for a, b in zip(rises, rises[1:])]
+    periods = [b - a for a, b in itertools.pairwise(rises)]
     mean = sum(periods) / len(periods)
     cv = math.sqrt(sum((p - mean) ** 2 for p in periods) / len(periods)) / mean if mean > 0 else math.inf
     period = percentile(periods, 50)

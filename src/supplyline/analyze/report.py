@@ -241,7 +241,7 @@ def _utilization(record: RunRecord) -> Utilization:
     times = [s.time_unix_s for s in samples]
     out = Utilization(gpu_note=record.monitor.gpu_note)
     gpu = [[g.util_pct for g in s.gpus if g.util_pct is not None] for s in samples]
-    series = {
+    series: dict[str, list[float | None]] = {
         "gpu_util_pct": [statistics.mean(u) if u else None for u in gpu],
         "workers_cpu_pct": [sum(p.cpu_pct for p in s.processes if p.role != "root") for s in samples],
     }

@@ -52,7 +52,7 @@ def verdict(b: Breakdown, findings: list[Finding]) -> Verdict:
             f"{s[P.OTHER] * 100:.0f}% of step time is in your own code outside the model, the loader and I/O{at}.",
         )
     return Verdict(
-        P.COMPUTE,
+        "compute",  # the bound, not the phase: P.COMPUTE's bound is also "compute"
         f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work "
         f"and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%.",
     )

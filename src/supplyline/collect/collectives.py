@@ -93,7 +93,7 @@ class TimedCommHook:
         self.state = state
 
 
-def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
+def timed_allreduce(timed, bucket):
     """The hook DDP calls per gradient bucket. Unannotated on purpose: DDP checks annotations
     against the real types, and ``from __future__ import annotations`` would make them strings.
 
@@ -107,7 +107,7 @@ def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
     timer.launched()
     if timed.inner is not None:
 
-        def stamp_user(done):  # type: ignore[no-untyped-def]
+        def stamp_user(done):
             timer.completed()
             return done.value()
 
@@ -116,7 +116,7 @@ def timed_allreduce(timed, bucket):  # type: ignore[no-untyped-def]
     buffer.div_(group.size())
     fut = _all_reduce(buffer, group=group, async_op=True).get_future()
 
-    def stamp(done):  # type: ignore[no-untyped-def]
+    def stamp(done):
         timer.completed()
         return done.value()[0]
 

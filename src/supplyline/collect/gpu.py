@@ -9,6 +9,7 @@ Each field a device does not support is None rather than an error (nvitop's "N/A
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from supplyline.collect.samples import GpuSample
@@ -38,7 +39,7 @@ class GpuReader:
             count = int(nvml.nvmlDeviceGetCount())
             self._handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
             self._names = [
-                _text(_try(lambda h=h: nvml.nvmlDeviceGetName(h)) or f"GPU {i}") for i, h in enumerate(self._handles)
+                _text(_try(partial(nvml.nvmlDeviceGetName, h)) or f"GPU {i}") for i, h in enumerate(self._handles)
             ]
         except Exception as exc:
             self.close()

@@ -134,7 +134,8 @@ class PsutilBackend:
                 times = proc.cpu_times()
                 try:
                     io = proc.io_counters()
-                    read_bytes, write_bytes = int(io.read_bytes), int(io.write_bytes)
+                    read_bytes: int | None = int(io.read_bytes)
+                    write_bytes: int | None = int(io.write_bytes)
                 except (psutil.AccessDenied, AttributeError, NotImplementedError):
                     read_bytes = write_bytes = None
                 return ProcessReading(

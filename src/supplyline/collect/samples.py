@@ -87,7 +87,7 @@ class Sample:
     processes: list[ProcessSample] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(self)  # type: ignore[no-any-return]
+        return _plain(self)
 
 
 def _plain(obj: Any) -> Any:

@@ -96,7 +96,7 @@ def _check_writable(out_dir: str) -> None:
         raise UserError(f"the report directory {out_dir} is not writable")
 
 
-def _start_live(session, title: str):  # type: ignore[no-untyped-def]
+def _start_live(session, title: str):
     from supplyline.render.live import LiveView
 
     view = LiveView(title, session.clock, lambda: session.monitor)
@@ -106,7 +106,7 @@ def _start_live(session, title: str):  # type: ignore[no-untyped-def]
     return None
 
 
-def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:  # type: ignore[no-untyped-def]
+def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     from supplyline.doctor.output import write_outputs
     from supplyline.doctor.ranks import rank_dir, sigterm_raises
     from supplyline.doctor.session import DoctorSession

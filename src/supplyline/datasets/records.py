@@ -18,7 +18,13 @@ EMPTY_CHAIN = b"\0" * 32
 
 def fields_of(sample: Mapping[str, object]) -> dict[str, bytes]:
     """The data fields of a sample: everything except ``__key__``-style metadata."""
-    return {k: bytes(v) for k, v in sample.items() if not k.startswith("__")}  # type: ignore[arg-type]
+    return {k: _bytes(k, v) for k, v in sample.items() if not k.startswith("__")}
+
+
+def _bytes(key: str, value: object) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"sample field {key!r} must be bytes, not {type(value).__name__}")
 
 
 def encode_record(sample: Mapping[str, object]) -> bytes:

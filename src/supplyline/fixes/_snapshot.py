@@ -71,8 +71,8 @@ def _identity(tensor: torch.Tensor) -> _TensorKey | None:
         return None
     return (
         storage_ptr,
-        tensor.storage_offset(),
-        tensor.numel(),
+        int(tensor.storage_offset()),
+        int(tensor.numel()),
         tuple(tensor.shape),
         tuple(tensor.stride()),
         tensor.dtype,

@@ -15,13 +15,12 @@ when it fires:
 from __future__ import annotations
 
 import time
-from typing import Union
 
 import torch
 
 from supplyline.errors import UserError
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Every:

@@ -13,14 +13,14 @@ try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # the older package name
     try:
-        from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
+        from pytorch_lightning.callbacks import Callback  # type: ignore[assignment]  # same class, older package name
     except ImportError as exc:
         raise ImportError("supplyline.integrations.lightning needs Lightning: pip install lightning") from exc
 
 from supplyline.integrations._core import CallbackCore
 
 
-class SupplylineCallback(Callback):  # type: ignore[misc]
+class SupplylineCallback(Callback):
     """Diagnose the input pipeline of a Lightning run.
 
     out: report directory (record.json, report.json, report.html, trace.json).

@@ -18,7 +18,7 @@ except ImportError as exc:
 from supplyline.integrations._core import CallbackCore
 
 
-class SupplylineCallback(TrainerCallback):  # type: ignore[misc]
+class SupplylineCallback(TrainerCallback):
     """Diagnose the input pipeline of a Hugging Face Trainer run.
 
     out: report directory (record.json, report.json, report.html, trace.json).

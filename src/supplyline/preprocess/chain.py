@@ -59,7 +59,7 @@ def locate(fn: Any) -> Location | None:
     target: Any = fn
     if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
         cls = type(fn)
-        target = getattr(cls, "forward", None) if _is_torch_module(fn) else getattr(cls, "__call__", None)
+        target = getattr(cls, "forward", None) if _is_torch_module(fn) else getattr(cls, "__call__", None)  # noqa: B004  # the method itself, not a callable test
     target = getattr(target, "__func__", target)
     code = getattr(target, "__code__", None)
     if code is None:
@@ -204,11 +204,11 @@ class InstalledChain:
 def find_chain(dataset: Any, transform_attr: str | None) -> tuple[Any, str, str] | None:
     """Return (holder, attribute name, dotted path) of the dataset's transform, or None."""
     if transform_attr:
-        holder, path = dataset, []
+        holder, path = dataset, list[str]()
         parts = transform_attr.split(".")
         for part in parts[:-1]:
             if not hasattr(holder, part):
-                raise UserError(f"the dataset has no attribute '{'.'.join(path + [part])}' (--transform-attr)")
+                raise UserError(f"the dataset has no attribute '{'.'.join([*path, part])}' (--transform-attr)")
             holder = getattr(holder, part)
             path.append(part)
         if not hasattr(holder, parts[-1]):

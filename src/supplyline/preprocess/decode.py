@@ -32,11 +32,11 @@ def capture_images(limit: int = 16) -> Iterator[list[bytes]]:
                 captured.append(data)
         return original(fp, *args, **kwargs)
 
-    Image.open = recording_open  # type: ignore[assignment]
+    Image.open = recording_open
     try:
         yield captured
     finally:
-        Image.open = original  # type: ignore[assignment]
+        Image.open = original
 
 
 def _read_source(fp: Any) -> bytes | None:

@@ -147,7 +147,7 @@ def check_gil(
 def _best(best: float, blocked: list[float], run: tuple[float, float | None]) -> tuple[float, list[float]]:
     seconds, share = run
     if share is not None:
-        blocked = blocked + [share]
+        blocked = [*blocked, share]
     return min(best, seconds), blocked
 
 

@@ -57,7 +57,9 @@ class LineSampler:
             if frame is None or frame.f_code.co_filename.startswith(_OWN_DIR):
                 continue
             code = frame.f_code
-            self.counts[(code.co_filename, frame.f_lineno, code.co_qualname, code.co_firstlineno)] += 1
+            self.counts[
+                (code.co_filename, frame.f_lineno, getattr(code, "co_qualname", code.co_name), code.co_firstlineno)
+            ] += 1
             self.samples += 1
 
 
@@ -99,7 +101,7 @@ def enclosing_loop(filename: str, line: int) -> int | None:
     tree = _parse(filename)
     if tree is None:
         return None
-    best: ast.AST | None = None
+    best: ast.stmt | ast.expr | None = None
     for node in ast.walk(tree):
         if isinstance(node, _LOOPS) and node.lineno <= line <= (node.end_lineno or node.lineno):
             if not _crosses_function(tree, node, line) and (best is None or node.lineno < best.lineno):

@@ -63,7 +63,7 @@ def profile_calls(
                 after()
     finally:
         profiler.create_stats()
-    return dict(profiler.stats), done  # type: ignore[attr-defined]
+    return dict(profiler.stats), done
 
 
 def total_seconds(stats: RawStats) -> float:

@@ -51,8 +51,10 @@ def measure_transfer(
     import torch.utils.data as tud
 
     pickled = len(pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL))
-    loader = tud.DataLoader(
-        RepeatBatch(batch, batches + warmup),
+    loader: tud.DataLoader[Any] = tud.DataLoader(
+        RepeatBatch(  # type: ignore[arg-type]  # a map-style dataset by protocol, not by subclass
+            batch, batches + warmup
+        ),
         batch_size=None,
         num_workers=1,
         multiprocessing_context=start_method,

@@ -32,7 +32,7 @@ def _init_worker(out_dir: str, user_init: Callable[[int], None] | None, worker_i
 
     def dump() -> None:
         profiler.create_stats()
-        profiling.write_prof(stem + ".prof", profiler.stats)  # type: ignore[attr-defined]
+        profiling.write_prof(stem + ".prof", profiler.stats)
         with open(stem + ".json", "w") as fh:
             json.dump({"worker_id": worker_id, "pid": os.getpid(), "times_ms": _worker_state["times_ms"]}, fh)
 
@@ -92,8 +92,8 @@ def profile_workers(
     import torch.utils.data as tud
 
     with tempfile.TemporaryDirectory(prefix="supplyline-workers-") as out_dir:
-        loader = tud.DataLoader(
-            ProfiledDataset(dataset),
+        loader: tud.DataLoader[Any] = tud.DataLoader(
+            ProfiledDataset(dataset),  # type: ignore[arg-type]  # a map-style dataset by protocol, not by subclass
             batch_size=batch_size,
             sampler=indices,
             num_workers=workers,

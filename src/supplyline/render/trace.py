@@ -20,7 +20,7 @@ GIB = 2**30
 
 
 def _us(seconds: float) -> int:
-    return int(round(seconds * 1e6))
+    return round(seconds * 1e6)
 
 
 def trainer_pid(record: RunRecord) -> int:

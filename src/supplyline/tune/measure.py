@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import math
 import statistics
 import time
@@ -152,7 +153,7 @@ def _segment_rates(marks: list[tuple[float, int]], segments: int = 3) -> list[fl
     def done_by(t: float) -> int:
         return max((n for when, n in marks if when <= t), default=0)
 
-    return [(done_by(hi) - done_by(lo)) / (hi - lo) for lo, hi in zip(edges, edges[1:])]
+    return [(done_by(hi) - done_by(lo)) / (hi - lo) for lo, hi in itertools.pairwise(edges)]
 
 
 def measure_config(

@@ -11,7 +11,7 @@ if __name__ == "__main__":
     train = DataLoader(TensorDataset(torch.randn(640, 32)), batch_size=32)
     val = DataLoader(TensorDataset(torch.randn(320, 32)), batch_size=32)
     batches = 0
-    for epoch in range(2):
+    for _epoch in range(2):
         for (real,) in train:
             batches += 1
             fake = gen(torch.randn(32, 16))

@@ -12,7 +12,7 @@ if __name__ == "__main__":
     model = nn.Sequential(nn.Linear(512, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     data = TensorDataset(torch.randn(8192, 512), torch.randint(0, 10, (8192,)))
-    for epoch in range(3):
+    for _epoch in range(3):
         for x, y in DataLoader(data, batch_size=128, shuffle=True):
             loss = nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()

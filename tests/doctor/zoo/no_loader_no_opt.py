@@ -4,7 +4,7 @@ import torch
 
 if __name__ == "__main__":
     w = torch.randn(256, 256, requires_grad=True)
-    for step in range(60):
+    for _step in range(60):
         x = torch.randn(64, 256)
         loss = (x @ w).pow(2).mean()
         loss.backward()

@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 
 from supplyline.errors import UserError
-from supplyline.storage.files import walk
+from supplyline.storage.files import Walk, walk
 
 LABEL_FIELD = "cls"
 
