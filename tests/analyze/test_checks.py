@@ -161,3 +161,29 @@ def test_whatif_rates_reach_the_input_gain() -> None:
     assert replace(rec.whatif) == w
     (dl, _) = input_check(evidence(rec))
     assert "what-if: the consumer alone runs a step in 2.0 ms" in dl.evidence
+
+
+def test_the_contributing_guide_example_check_works() -> None:
+    """docs/contributing.md's example: one function, added to the registry."""
+
+    def slow_start_check(ev: Evidence) -> list[Finding]:
+        loader, b = ev.supply.loader, ev.breakdown
+        first = loader.first_batch_s[0] if loader and loader.first_batch_s else 0.0
+        if not b.steps or first < 10 * b.step_s_median:
+            return []
+        return [
+            Finding(
+                "dataloader",
+                "low",
+                0.0,
+                f"the first batch took {first:.1f} s",
+                "Use persistent_workers=True so workers start once.",
+                None,
+            )
+        ]
+
+    slow = record(loaders=[loader(first_batch_s=[2.5])])
+    assert [f.evidence for f in run_checks(evidence(slow), (*CHECKS, slow_start_check))] == [
+        "the first batch took 2.5 s"
+    ]
+    assert run_checks(evidence(record(loaders=[loader(first_batch_s=[0.01])])), (*CHECKS, slow_start_check)) == []
