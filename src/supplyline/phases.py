@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-PhaseName = Literal["data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other"]
+PhaseName = Literal["data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other", "gpu_idle"]
 Bound = Literal["input", "transfer", "logging", "checkpoint", "collective", "compute", "unknown"]
 
 DATA_WAIT: PhaseName = "data_wait"
@@ -24,6 +24,7 @@ COLLECTIVE: PhaseName = "collective"
 LOGGING: PhaseName = "logging"
 CHECKPOINT: PhaseName = "checkpoint"
 OTHER: PhaseName = "other"
+GPU_IDLE: PhaseName = "gpu_idle"
 
 # The part of compute that hooks time directly (backward, optimizer step); the rest of compute is
 # split off the unhooked time by the stack sampler.
@@ -43,6 +44,9 @@ class Phase:
     # A straggler rank that ``<doing>`` ({x} is ms per step), in the merged torchrun report.
     doing: str = ""
     shown_when_zero: bool = True  # one process has no collectives: hide the row rather than print 0%
+    # Part of the split of a step's wall time on the training thread (the shares add up to 1). A
+    # GPU-side measure (gpu_idle) overlaps the CPU phases: it is shown beside them, never stacked.
+    partition: bool = True
 
     @property
     def cause(self) -> str:
@@ -131,15 +135,33 @@ PHASES: tuple[Phase, ...] = (
         "in your own code",
         "spends {x} ms per step in its own code outside the model, the loader and I/O",
     ),
+    # Measured by two CUDA events per step and attributed to the host phase the GPU waited for
+    # (analyze/gpu_idle.py); only on CUDA, only when the job initialised CUDA itself.
+    Phase(
+        GPU_IDLE,
+        "gpu idle",
+        "GPU idle (waiting for the host; overlaps the CPU phases)",
+        "bright_red",
+        "#7f0000",
+        False,
+        None,
+        "with the GPU idle, waiting for the host",
+        shown_when_zero=False,
+        partition=False,
+    ),
 )
 
 BY_NAME: dict[str, Phase] = {p.name: p for p in PHASES}
-PHASE_ORDER: tuple[PhaseName, ...] = tuple(p.name for p in PHASES)
+# The phases that split a step's wall time (breakdown columns, stacked bars, merged tables).
+STEP_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if p.partition)
+PHASE_ORDER: tuple[PhaseName, ...] = tuple(p.name for p in STEP_PHASES)
+# Measures beside the split (the GPU's own idle time): drawn next to it, never added into it.
+SIDE_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if not p.partition)
 # What the step clock times, in the order of its columns (``<name>_s``); collective last because
 # records written before it existed have no such column.
 CLOCK_PHASES: tuple[str, ...] = (DATA_WAIT, TRANSFER, LOGGING, CHECKPOINT, COMPUTE_HOOKED, COLLECTIVE)
 # Phases a verdict can blame on the supply side (everything hooked but compute).
-SUPPLY_SIDE: tuple[Phase, ...] = tuple(p for p in PHASES if p.hooked)
+SUPPLY_SIDE: tuple[Phase, ...] = tuple(p for p in STEP_PHASES if p.hooked)
 
 # Extra legend entries on the page for steps that are not observed ones.
 STEP_KINDS: dict[str, dict[str, str]] = {
@@ -160,6 +182,7 @@ def page_table() -> dict[str, Any]:
     """The table as the HTML page reads it from its embedded JSON."""
     return {
         "order": list(PHASE_ORDER),
+        "side": [p.name for p in SIDE_PHASES],
         "label": {p.name: p.long_label for p in PHASES} | {k: v["label"] for k, v in STEP_KINDS.items()},
         "colour": {p.name: p.colour for p in PHASES} | {k: v["colour"] for k, v in STEP_KINDS.items()},
     }

@@ -19,6 +19,7 @@ from supplyline import __version__
 from supplyline.atomic import atomic_write_json
 from supplyline.collect.events import (
     GpuInfo,
+    GpuTimeline,
     LineSample,
     LoaderInfo,
     MonitorInfo,
@@ -99,6 +100,9 @@ class RunRecord:
     notes: list[str] = field(default_factory=list)
     # Under torchrun: rank, world size, node, job key and collective counters (None for one process).
     distributed: dict[str, Any] | None = None
+    # On CUDA: the per-step CUDA events and host phase intervals GPU idle time is attributed from
+    # (None in records written before it existed, or by a session that did not try).
+    gpu_timeline: GpuTimeline | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)  # a dataclass always becomes a dict

@@ -104,7 +104,7 @@ def breakdown(record: RunRecord) -> Breakdown:
     for i in idx:
         hooked = {p: st.get(f"{p}_s", no_collectives)[i] for p in P.CLOCK_PHASES}
         rest = max(0.0, st["duration_s"][i] - sum(hooked.values()))
-        for phase in P.PHASES:
+        for phase in P.STEP_PHASES:
             if phase.hooked:
                 per_step[phase.name].append(hooked[phase.name])
         # The unhooked rest of the step is split by where the stack sampler found the thread.

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine
+from supplyline.analyze.gpu_idle import GpuIdleResult
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.speedup import InputModel, input_speedup, removal_speedup
 from supplyline.analyze.supply import SupplySignal
@@ -66,6 +67,35 @@ class Evidence:
     supply: SupplySignal
     commands: DatasetCommands = field(default_factory=DatasetCommands)
     snippets: FixSnippets | None = None
+    gpu: GpuIdleResult | None = None  # on CUDA: GPU idle time by host phase (analyze/gpu_report.py)
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The share a finding is judged on: the GPU's idle time under a host phase when CUDA events
+    measured it, else the CPU-side time in that phase. ``beside`` puts the other side next to it."""
+
+    share: float
+    cpu_share: float
+    on_gpu: bool
+    beside: str  # "" on CPU
+
+
+AHEAD_SHOWN_S = 0.0005  # a lead under half a millisecond is noise, not "the CPU ran ahead"
+
+
+def judged_share(ev: Evidence, phase: str) -> Judged:
+    """GPU idle share under ``phase`` on CUDA (the CPU's wait overlaps kernels still running when
+    it runs ahead, so the CPU share can say "input-bound" while the GPU was busy), else the CPU share."""
+    cpu = ev.breakdown.phase_share.get(phase, 0.0)
+    g = ev.gpu
+    if g is None or g.idle_share is None or g.wall_s <= 0:
+        return Judged(cpu, cpu, False, "")
+    share = g.by_phase.get(phase, 0.0) / g.wall_s
+    text = f"; the GPU sat idle {share * 100:.0f}% of the time waiting for it (CPU-side: {cpu * 100:.0f}%"
+    if abs(cpu - share) >= MIN_SHARE and g.cpu_ahead_s_median is not None and g.cpu_ahead_s_median >= AHEAD_SHOWN_S:
+        text += f"; the CPU ran ahead by {g.cpu_ahead_s_median * 1e3:.1f} ms"
+    return Judged(share, cpu, True, text + ")")
 
 
 Check = Callable[[Evidence], list[Finding]]
@@ -79,7 +109,7 @@ def input_model(ev: Evidence) -> InputModel:
     b, w = ev.breakdown, ev.record.whatif
     return InputModel(
         step_s=b.step_s_median,
-        wait_share=b.phase_share[P.DATA_WAIT],
+        wait_share=judged_share(ev, P.DATA_WAIT).share,
         batches_per_step=b.batches_per_step,
         cores=ev.record.host.cpu_count,
         compute_only_step_s=w.compute_only_step_s if w.ran else None,
@@ -96,14 +126,16 @@ def _where(lines: list[SourceLine]) -> str:
 
 def input_check(ev: Evidence) -> list[Finding]:
     b, sig, record = ev.breakdown, ev.supply, ev.record
-    share = b.phase_share[P.DATA_WAIT]
+    judged = judged_share(ev, P.DATA_WAIT)
+    share = judged.share
     loader = sig.loader
     if share < MIN_SHARE or loader is None:
         return []
     cores = record.host.cpu_count
     wait_ms = b.phase_ms_per_step[P.DATA_WAIT]
     base = (
-        f"the training step waits {wait_ms:.1f} ms on the DataLoader ({share * 100:.0f}% of step time); {sig.evidence}"
+        f"the training step waits {wait_ms:.1f} ms on the DataLoader ({judged.cpu_share * 100:.0f}% of step time)"
+        f"{judged.beside}; {sig.evidence}"
     )
     whatif = record.whatif
     if whatif.ran and whatif.compute_only_step_s:
@@ -157,14 +189,17 @@ def input_check(ev: Evidence) -> list[Finding]:
 
 def logging_check(ev: Evidence) -> list[Finding]:
     b, record = ev.breakdown, ev.record
-    share = b.phase_share[P.LOGGING]
+    judged = judged_share(ev, P.LOGGING)
+    share = judged.share
     if share < MIN_SHARE:
         return []
     lines = b.phase_lines.get(P.LOGGING, [])
     per_step = record.logging_calls / max(len(record.observed_steps), 1)
     text = (
         f"{b.phase_ms_per_step[P.LOGGING]:.1f} ms per step is spent printing, logging or writing "
-        f"synchronously on the training thread ({per_step:.1f} print/log calls per step)" + _where(lines)
+        f"synchronously on the training thread ({per_step:.1f} print/log calls per step)"
+        + judged.beside
+        + _where(lines)
     )
     fix = _snippet(ev, "logging", lines) or (
         "Log every N steps (`for_log = supplyline.fixes.every(n_steps=50)`), and move handlers off the training "
@@ -175,7 +210,8 @@ def logging_check(ev: Evidence) -> list[Finding]:
 
 def checkpoint_check(ev: Evidence) -> list[Finding]:
     b, record = ev.breakdown, ev.record
-    share = b.phase_share[P.CHECKPOINT]
+    judged = judged_share(ev, P.CHECKPOINT)
+    share = judged.share
     if share < MIN_SHARE:
         return []
     saves = [s for s in record.saves if s.in_step]
@@ -184,7 +220,7 @@ def checkpoint_check(ev: Evidence) -> list[Finding]:
     lines = b.phase_lines.get(P.CHECKPOINT, [])
     text = (
         f"{len(saves)} synchronous saves inside training steps, {mean_ms:.0f} ms each, about every "
-        f"{every:.0f} steps" + _where(lines)
+        f"{every:.0f} steps" + judged.beside + _where(lines)
     )
     fix = _snippet(ev, "checkpoint", lines) or (
         "Save in the background: `ckpt = supplyline.fixes.AsyncCheckpointer('checkpoints', keep_last=3)` then "

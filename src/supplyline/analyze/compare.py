@@ -39,6 +39,7 @@ def compare_reports(
             "change_points": (new["phase_share"].get(p, 0.0) - base["phase_share"][p]) * 100.0,
         }
         for p in base["phase_share"]
+        if p in new["phase_share"] or P.BY_NAME.get(p, P.BY_NAME[P.OTHER]).partition  # GPU idle: only when both have it
     }
     base_checks = {f["check"] for f in base["findings"]}
     new_checks = {f["check"] for f in new["findings"]}

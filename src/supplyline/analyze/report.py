@@ -12,8 +12,10 @@ import statistics
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown
 from supplyline.analyze.checks import INPUT_CHECKS, DatasetCommands, Evidence, Finding, FixSnippets, run_checks
+from supplyline.analyze.gpu_report import GpuIdleSection, gpu_idle_result, gpu_idle_section
 from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
@@ -137,12 +139,16 @@ class Report:
     notes: list[str]
     # Derived series the renderers plot; not part of report.json.
     breakdown: Breakdown = field(repr=False, metadata={"json": False})
+    # On CUDA: how long the GPU itself waited for the host; left out of report.json when not measured.
+    gpu_idle: GpuIdleSection | None = field(default=None, metadata={"omit_none": True})
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
             if f.metadata.get("json", True):
                 value = getattr(self, f.name)
+                if value is None and f.metadata.get("omit_none"):
+                    continue
                 out[f.name] = value.to_dict() if hasattr(value, "to_dict") else to_plain(value)
         return out
 
@@ -153,16 +159,23 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
     b = breakdown(record)
     sig = supply_signal(record)
     commands = dataset_commands(sig.loader)
-    findings = run_checks(Evidence(record, b, sig, commands, snippets))
+    gpu = gpu_idle_result(record, b)
+    findings = run_checks(Evidence(record, b, sig, commands, snippets, gpu))
+    gpu_section = gpu_idle_section(record, gpu)
+    share, ms = b.phase_share, b.phase_ms_per_step
+    if gpu_section is not None and gpu_section.idle_share is not None:
+        # Beside the CPU split, not part of it: the shares of the step phases still add up to 1.
+        share = share | {P.GPU_IDLE: gpu_section.idle_share}
+        ms = ms | {P.GPU_IDLE: gpu_section.idle_ms_per_step or 0.0}
     return Report(
         report_version=REPORT_VERSION,
         target=record.target,
         outcome=OutcomeSummary(**{f.name: getattr(record.outcome, f.name) for f in fields(OutcomeSummary)}),
-        verdict=verdict(b, findings),
+        verdict=verdict(b, findings, gpu),
         findings=findings,
         steps=_step_stats(b),
-        phase_share=b.phase_share,
-        phase_ms_per_step=b.phase_ms_per_step,
+        phase_share=share,
+        phase_ms_per_step=ms,
         whatif=_whatif(record, b),
         dataloader=_loader_facts(sig, commands),
         dataloader_recommended=recommended_loader(
@@ -180,6 +193,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         utilization=_utilization(record),
         notes=_notes(record, sig),
         breakdown=b,
+        gpu_idle=gpu_section,
     )
 
 
@@ -233,6 +247,9 @@ def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
     w = record.whatif
     if w.enabled and not w.ran and w.note:
         notes.append(f"what-if skipped: {w.note}")
+    tl = record.gpu_timeline
+    if tl is not None and not tl.available and record.host.cuda_available and tl.note:
+        notes.append(tl.note)  # on CUDA, say why GPU idle is missing; on CPU there is nothing to miss
     return notes
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown
-from supplyline.analyze.checks import Finding
+from supplyline.analyze.checks import AHEAD_SHOWN_S, Finding
+from supplyline.analyze.gpu_idle import SYNC, GpuIdleResult, gpu_side
 
 BOUND_SHARE = 0.20  # a supply-side phase at 20% of step time or more is what bounds the step
 OTHER_SHARE = 0.30
@@ -24,7 +25,10 @@ class Verdict:
     sentence: str
 
 
-def verdict(b: Breakdown, findings: list[Finding]) -> Verdict:
+def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = None) -> Verdict:
+    """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time."""
+    if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
+        return gpu_verdict(b, findings, gpu)
     if b.steps == 0:
         return Verdict(
             "unknown",
@@ -55,4 +59,54 @@ def verdict(b: Breakdown, findings: list[Finding]) -> Verdict:
         "compute",  # the bound, not the phase: P.COMPUTE's bound is also "compute"
         f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work "
         f"and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%.",
+    )
+
+
+def _gain(findings: list[Finding]) -> str:
+    first = findings[0] if findings else None
+    if first and first.expected_speedup:
+        return f"; fixing it should give about {first.expected_speedup:.1f}× ({first.check})"
+    return ""
+
+
+def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult) -> Verdict:
+    """The verdict as the GPU saw it: the host side the GPU sat idle for, with the CPU-side share
+    beside it. A CPU that waited long for data while the GPU stayed busy (it ran ahead) is not input-bound."""
+    s = b.phase_share
+    idle = g.idle_share or 0.0
+    ahead = g.cpu_ahead_s_median
+    ahead_txt = f"; the CPU ran ahead by {ahead * 1e3:.1f} ms" if ahead is not None and ahead >= AHEAD_SHOWN_S else ""
+    side = gpu_side(g, BOUND_SHARE)
+    blamed = [p for p in P.SUPPLY_SIDE if p.bound == side]
+    if blamed:
+        gpu_share = sum(g.by_phase.get(p.name, 0.0) for p in blamed) / g.wall_s
+        top = max(blamed, key=lambda p: g.by_phase.get(p.name, 0.0))
+        cpu_share = sum(s.get(p.name, 0.0) for p in blamed)
+        return Verdict(
+            top.bound or "unknown",
+            f"{side.capitalize()}-bound: the GPU sat idle {gpu_share * 100:.0f}% of the time while the training "
+            f"thread was {top.words} (CPU-side: {cpu_share * 100:.0f}% of step time){_gain(findings)}.",
+        )
+    own = (g.by_phase.get(P.OTHER, 0.0) + g.by_phase.get(SYNC, 0.0)) / g.wall_s
+    if own >= OTHER_SHARE:
+        line = max(g.sync_lines.items(), key=lambda kv: kv[1])[0] if g.sync_lines else None
+        at = f", most after a sync at {os.path.basename(line)}" if line else ""
+        return Verdict(
+            "unknown",
+            f"The GPU sat idle {own * 100:.0f}% of the time while the host ran your own code outside the model, "
+            f"the loader and I/O{at}.",
+        )
+    cpu_top = max(P.SUPPLY_SIDE, key=lambda phase: s.get(phase.name, 0.0))
+    cpu_share = s.get(cpu_top.name, 0.0)
+    if cpu_share >= BOUND_SHARE and cpu_top.bound is not None:
+        return Verdict(
+            P.COMPUTE,
+            f"Compute-bound on the GPU: it was idle only {idle * 100:.0f}% of the time. The training thread spent "
+            f"{cpu_share * 100:.0f}% of each step {cpu_top.words}, but the GPU stayed busy meanwhile{ahead_txt}: "
+            f"the {cpu_top.bound} side is not what slows the step.",
+        )
+    return Verdict(
+        P.COMPUTE,
+        f"Compute-bound: the GPU was busy {(1 - idle) * 100:.0f}% of the time (idle {idle * 100:.0f}%) and the "
+        f"supply line keeps up{ahead_txt}.",
     )

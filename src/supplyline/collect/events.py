@@ -170,3 +170,22 @@ class StepGpuMarks:
     first_work_s: float | None  # GPU reached the step's first work
     work_done_s: float | None  # GPU finished the step's last work
     work_queued_s: float | None = None  # host recorded the "done" event (after the step's last launch)
+
+
+@dataclass
+class GpuTimeline:
+    """What the doctor collected for GPU idle time: per-step CUDA event marks, the training
+    thread's phase intervals and the sync calls, all in seconds on the step clock (since its zero).
+
+    Only on CUDA; ``available`` False (with ``note`` saying why) when nothing could be measured."""
+
+    available: bool
+    note: str = ""
+    device: int | None = None
+    # The calibration pair: the host time (on the step clock) at which the anchor event ran.
+    alignment_host_s: float | None = None
+    marks: list[StepGpuMarks] = field(default_factory=list)
+    intervals: list[HostInterval] = field(default_factory=list)
+    syncs: list[SyncPoint] = field(default_factory=list)
+    steps_pending: int = 0  # steps whose events had not completed at the end
+    intervals_dropped: bool = False  # too many phase intervals to keep: attribution covers the first ones

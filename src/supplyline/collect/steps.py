@@ -36,6 +36,7 @@ STEP_FIELDS = (
 )
 
 _now = time.perf_counter
+MAX_INTERVALS = 2_000_000  # phase intervals kept for the GPU-idle attribution (~200 MB at most)
 _cpu = time.thread_time
 
 
@@ -67,6 +68,13 @@ class StepClock:
         # True when a framework's callbacks mark the steps (supplyline.integrations): hooks then only
         # accumulate phase times, and ``external_boundary`` closes one step and opens the next.
         self.external = False
+        # (phase, start, end) of each outer phase on the training thread, kept only when a GPU
+        # timeline needs them (``keep_intervals``); None keeps ``leave`` at one extra attribute read.
+        self.intervals: list[tuple[str, float, float]] | None = None
+        self.intervals_dropped = False
+
+    def keep_intervals(self) -> None:
+        self.intervals = []
 
     # -- phases -------------------------------------------------------------------------------
     def enter(self, phase: str) -> float:
@@ -80,9 +88,12 @@ class StepClock:
     def leave(self, phase: str, started: float) -> None:
         if started < 0:
             return
-        elapsed = _now() - started
+        t = _now()
+        elapsed = t - started
         self.depth = 0
         self.phase = None
+        if self.intervals is not None:
+            self.intervals.append((phase, started, t))
         if self.open_start is None:
             self.outside[phase] += elapsed
         else:
@@ -108,7 +119,10 @@ class StepClock:
             self._open(t)  # first fetch, or another loader's fetches before any update (a pre-training eval loop)
         return True
 
-    def add_fetch(self, counted: bool, wait_s: float, cpu_s: float) -> None:
+    def add_fetch(self, counted: bool, wait_s: float, cpu_s: float, started: float = -1.0) -> None:
+        """A fetch that waited ``wait_s`` (it began at ``started`` when it was the outer phase)."""
+        if started >= 0 and self.intervals is not None:
+            self.intervals.append((P.DATA_WAIT, started, started + wait_s))
         if not counted:
             self.outside["eval_loader_wait"] += wait_s
             return
@@ -225,6 +239,9 @@ class StepClock:
         ):
             append(value)
         self.open_start = None
+        if self.intervals is not None and len(self.intervals) > MAX_INTERVALS:
+            self.intervals = None  # bounded memory: GPU idle is then attributed over the first ones
+            self.intervals_dropped = True
         if self.on_step_closed is not None:
             self.on_step_closed(len(self.steps["whatif"]))
         return cpu

@@ -70,6 +70,8 @@ class TorchHooks(Patcher):
         self.after_backward: Callable[[], float] | None = None
         self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
         self.main_module: Any = None  # the script's __main__ while it runs (runpy restores ours after)
+        # On CUDA: the per-step CUDA events (collect/cuda_timeline.CudaTimeline); None elsewhere.
+        self.timeline: Any = None
 
     # -- install / uninstall ------------------------------------------------------------------
     def install(self) -> None:
@@ -179,7 +181,7 @@ class TorchHooks(Patcher):
                 if outer:
                     clock.depth, clock.phase = 0, None
                 wait = _now() - t
-                clock.add_fetch(counted, wait, _cpu() - c0)
+                clock.add_fetch(counted, wait, _cpu() - c0, t if outer else -1.0)
             info = hooks.loaders.get(lid)
             if info is not None:
                 info.batches_fetched += 1
@@ -190,6 +192,8 @@ class TorchHooks(Patcher):
                     info.batch_bytes = batch_nbytes(batch)
             if counted:
                 ctl.last_batch = batch
+                if hooks.timeline is not None:
+                    hooks.timeline.on_first_work()  # the step's first GPU work is queued next
             return batch
 
         return __next__
@@ -219,6 +223,8 @@ class TorchHooks(Patcher):
         def post(opt: Any, args: Any, kwargs: Any) -> None:
             clock.leave("compute_hooked", started.pop(id(opt), -1.0))
             self.maybe_patch_late()
+            if self.timeline is not None:
+                self.timeline.on_work_queued()  # the update's launches are queued: the step's last GPU work
             clock.update(id(opt))
 
         h1, h2 = register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)

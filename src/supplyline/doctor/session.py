@@ -22,7 +22,16 @@ import torch
 
 from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.cuda_sync import SyncCounter
-from supplyline.collect.events import LineSample, LoaderInfo, MonitorInfo, SamplerInfo
+from supplyline import phases as P
+from supplyline.collect.events import (
+    GpuTimeline,
+    HostInterval,
+    LineSample,
+    LoaderInfo,
+    MonitorInfo,
+    SamplerInfo,
+    SyncPoint,
+)
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
@@ -42,6 +51,7 @@ class DoctorSession:
         monitor_interval_s: float = 1.0,
         sampler_interval_s: float = 0.04,
         rank: dict[str, Any] | None = None,
+        timeline: Any = None,
     ) -> None:
         self.target = target
         self.out_dir = out_dir
@@ -63,6 +73,10 @@ class DoctorSession:
         self.stop_message: str | None = None
         self.t0_unix = time.time()
         self._started = False
+        # Per-step CUDA events (a CudaTimeline; tests hand in one over a fake torch). Made at start
+        # only when CUDA is available: on CPU nothing is hooked and the record says why.
+        self.timeline: Any = timeline
+        self.timeline_note = ""
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,7 +95,23 @@ class DoctorSession:
         except Exception as exc:  # pragma: no cover - thread start failing means a broken interpreter
             self.notes.append(f"stack sampler did not start: {exc}")
         self._start_monitor()
+        self._start_timeline()
         self._started = True
+
+    def _start_timeline(self) -> None:
+        try:
+            if self.timeline is None:
+                if not torch.cuda.is_available():
+                    self.timeline_note = "CUDA is not available: GPU idle time was not measured"
+                    return
+                from supplyline.collect.cuda_timeline import CudaTimeline
+
+                self.timeline = CudaTimeline(torch)
+            self.hooks.timeline = self.timeline
+            self.clock.keep_intervals()
+        except Exception as exc:  # the diagnosis goes on from the CPU side
+            self.timeline = None
+            self.timeline_note = f"GPU idle time not measured: {type(exc).__name__}: {exc}"
 
     def _start_monitor(self) -> None:
         try:
@@ -99,12 +129,46 @@ class DoctorSession:
     def stop(self, outcome: Outcome) -> RunRecord:
         wall = time.perf_counter() - self.clock.t0
         self.clock.finish()
+        gpu_timeline = self._stop_timeline()
         self.hooks.uninstall()
         self.collectives.uninstall()
         self.syncs.uninstall()
         self.sampler.stop()
         monitor = self._stop_monitor()
-        return self._build_record(outcome, wall, monitor)
+        record = self._build_record(outcome, wall, monitor)
+        record.gpu_timeline = gpu_timeline
+        return record
+
+    def _stop_timeline(self) -> GpuTimeline:
+        """The CUDA marks (one sync, now that the job's loop is over), the training thread's phase
+        intervals and the sync points, all moved onto the step clock."""
+        tl, t0 = self.timeline, self.clock.t0
+        if tl is None:
+            return GpuTimeline(available=False, note=self.timeline_note)
+        try:
+            snap = tl.snapshot(t0, wait=True)
+            clock = self.clock
+            intervals = [
+                HostInterval(P.COMPUTE if phase == P.COMPUTE_HOOKED else phase, a - t0, b - t0)
+                for phase, a, b in clock.intervals or []
+            ]
+            align = tl.alignment
+            note = snap.note
+            if clock.intervals_dropped:
+                note = (note + "; " if note else "") + "too many phase intervals: the later steps' GPU idle is 'other'"
+            return GpuTimeline(
+                available=bool(snap.available and snap.marks),
+                note=note,
+                device=snap.device,
+                alignment_host_s=None if align is None else align.host_s - t0,
+                marks=snap.marks,
+                intervals=intervals,
+                syncs=[SyncPoint(t - t0, line) for t, line in self.syncs.points],
+                steps_pending=snap.pending,
+                intervals_dropped=clock.intervals_dropped,
+            )
+        except Exception as exc:  # never fail the report over the GPU side
+            return GpuTimeline(available=False, note=f"GPU idle time not measured: {type(exc).__name__}: {exc}")
 
     def _stop_monitor(self) -> MonitorInfo:
         info = MonitorInfo(interval_s=self.monitor_interval_s)
@@ -122,6 +186,11 @@ class DoctorSession:
 
     # -- stopping and what-if -----------------------------------------------------------------
     def _on_step_closed(self, n: int) -> None:
+        tl = self.timeline
+        if tl is not None:  # first: the stop logic below may raise StopTraining
+            st = self.clock.steps
+            start = self.clock.t0 + st["start_s"][-1]
+            tl.on_step_boundary(start, start + st["duration_s"][-1])
         ctl = self.ctl
         if ctl.mode == Controller.OBSERVE:
             if not self._limit_reached(n):

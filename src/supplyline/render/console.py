@@ -64,12 +64,20 @@ def _steps(c: Console, report: Report) -> None:
         f"{s.steps_per_s:.1f} steps/s {rate} · {s.observed} steps observed"
         + (f" (first {s.warmup_excluded} excluded as warm-up)" if s.warmup_excluded else "")
     )
-    for phase in P.PHASES:
+    for phase in P.STEP_PHASES:
         share = report.phase_share.get(phase.name, 0.0)
         ms = report.phase_ms_per_step.get(phase.name, 0.0)
         if ms == 0 and not phase.shown_when_zero:
             continue  # one process, no collectives: keep the single-machine summary as it was
         c.print(f"  {phase.label:<11}[{phase.style}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
+    for phase in P.SIDE_PHASES:  # measured on the GPU, beside the split above (it overlaps it)
+        if phase.name not in report.phase_share:
+            continue
+        share, ms = report.phase_share[phase.name], report.phase_ms_per_step.get(phase.name, 0.0)
+        c.print(
+            f"  {phase.label:<11}[{phase.style}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms"
+            "  [dim](GPU side, overlaps the rows above)[/]"
+        )
 
 
 def _whatif(c: Console, report: Report) -> None:
@@ -124,7 +132,35 @@ def _findings(c: Console, report: Report) -> None:
     c.print(table)
 
 
+def _gpu_idle(c: Console, report: Report) -> None:
+    g = report.gpu_idle
+    if g is None or g.idle_share is None:
+        return
+    causes = sorted(((k, v) for k, v in g.by_phase_share.items() if v >= 0.005), key=lambda kv: -kv[1])
+    split = ", ".join(f"{_phase_label(k)} {v * 100:.0f}%" for k, v in causes[:4])
+    ahead = f" · the CPU ran ahead by {g.cpu_ahead_ms:.1f} ms" if g.cpu_ahead_ms is not None else ""
+    c.print(
+        f"\n[bold]GPU idle[/] (CUDA events, {g.steps_measured} steps): {g.idle_share * 100:.0f}% of the time"
+        + (f" — waiting for {escape(split)}" if split else "")
+        + ahead
+    )
+    wait_cpu = report.phase_share.get(P.DATA_WAIT, 0.0)
+    wait_gpu = g.by_phase_share.get(P.DATA_WAIT, 0.0)
+    if wait_cpu >= 0.05:
+        c.print(f"  data wait: CPU side {wait_cpu * 100:.0f}% of step time · GPU idle for it {wait_gpu * 100:.0f}%")
+    if g.util_mean_pct is not None:
+        saw = " · it drops periodically (saw-tooth)" if g.util_sawtooth else ""
+        c.print(f"  NVML utilization during these steps {g.util_mean_pct:.0f}% on average{saw}")
+    for line, seconds in sorted(g.sync_lines.items(), key=lambda kv: -kv[1])[:2]:
+        c.print(f"  idle after a sync at {escape(os.path.basename(line))}: {seconds * 1e3:.1f} ms in total")
+
+
+def _phase_label(name: str) -> str:
+    return P.label(name) if name in P.BY_NAME else name
+
+
 def _gpu(c: Console, report: Report) -> None:
+    _gpu_idle(c, report)
     util = report.utilization
     gpu = util.gpu_util_pct
     if gpu:

@@ -38,7 +38,7 @@ def _report_json(report: Report, record: RunRecord) -> str:
 def _trace_json(report: Report, record: RunRecord) -> str:
     from supplyline.render.trace import build_trace
 
-    return _json_text(build_trace(record, report.breakdown))
+    return _json_text(build_trace(record, report.breakdown, report.gpu_idle))
 
 
 def _html(report: Report, record: RunRecord) -> str:

@@ -68,6 +68,7 @@ def build_html(report: Report, record: RunRecord) -> str:
         f"<style>{STYLE}</style></head><body>",
         _header(record, report),
         _verdict(report),
+        _gpu_idle(report),
         _time_plots(),
         _whatif(report),
         _findings(report),
@@ -118,6 +119,34 @@ def _verdict(report: Report) -> str:
             f'<table id="phases"><tr><th>phase</th><th class="num">share</th><th class="num">per step</th></tr>{rows}</table>'
         )
     return "\n".join(out)
+
+
+def _gpu_idle(report: Report) -> str:
+    """The GPU's own idle time (CUDA events) beside the CPU split; nothing when it was not measured."""
+    g = report.gpu_idle
+    if g is None or g.idle_share is None:
+        return ""
+    phase = P.BY_NAME[P.GPU_IDLE]
+    rows = "".join(
+        f'<tr><td>{e(P.label(k) if k in P.BY_NAME else k)}</td><td class="num">{v * 100:.1f}%</td>'
+        f'<td class="num">{g.host_phase_share.get(k, 0.0) * 100:.1f}%</td></tr>'
+        for k, v in sorted(g.by_phase_share.items(), key=lambda kv: -kv[1])
+    )
+    facts = [f"{g.steps_measured} steps measured by two CUDA events each"]
+    if g.cpu_ahead_ms is not None:
+        facts.append(f"the CPU ran ahead by {g.cpu_ahead_ms:.1f} ms (median)")
+    if g.util_mean_pct is not None:
+        facts.append(f"NVML utilization {g.util_mean_pct:.0f}%" + (" (periodic drops)" if g.util_sawtooth else ""))
+    if g.note:
+        facts.append(g.note)
+    return (
+        f'<h2><span class="sw" style="background:{e(phase.colour)}"></span> {e(phase.long_label)}</h2>'
+        f'<p id="gpu-idle">The GPU sat idle <b>{g.idle_share * 100:.1f}%</b> of the observed steps\' time '
+        f"({g.idle_ms_per_step or 0.0:.2f} ms per step). By the host phase it waited for, beside the training "
+        f'thread\'s own time in each:</p><p class="meta">{e(" · ".join(facts))}</p>'
+        '<table id="gpu-idle-causes"><tr><th>host phase</th><th class="num">GPU idle</th>'
+        f'<th class="num">CPU side</th></tr>{rows}</table>'
+    )
 
 
 def _figure(key: str, caption: str) -> str:

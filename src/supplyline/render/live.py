@@ -27,7 +27,7 @@ from supplyline.render.inplace import TerminalPanel
 
 # The hooked phases the clock measures directly (from the phase table); the rest of a step is the
 # model and the user's code, drawn in the compute colour.
-LIVE_PHASES = tuple(p for p in P.PHASES if p.hooked)
+LIVE_PHASES = tuple(p for p in P.STEP_PHASES if p.hooked)
 REST_STYLE = P.style(P.COMPUTE)
 
 

@@ -13,9 +13,11 @@ import os
 from typing import Any
 
 from supplyline.analyze.breakdown import Breakdown
+from supplyline.analyze.gpu_report import GpuIdleSection
 from supplyline.record import RunRecord
 
 TRAIN_TID = 1
+GPU_TID = 2
 GIB = 2**30
 
 
@@ -32,8 +34,9 @@ def trainer_pid(record: RunRecord) -> int:
     return os.getpid() if record.target.kind == "library" else 1
 
 
-def build_trace(record: RunRecord, b: Breakdown) -> dict[str, Any]:
-    """The trace of the run: raw steps and samples from the record, phase splits from the report's breakdown."""
+def build_trace(record: RunRecord, b: Breakdown, gpu: GpuIdleSection | None = None) -> dict[str, Any]:
+    """The trace of the run: raw steps and samples from the record, phase splits from the report's
+    breakdown, and on CUDA the GPU's busy stretches (CUDA events) with the report's idle per step."""
     pid = trainer_pid(record)
     events: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": f"trainer: {record.target.name}"}},
@@ -42,6 +45,7 @@ def build_trace(record: RunRecord, b: Breakdown) -> dict[str, Any]:
     ]
     events.extend(_steps(record, b, pid))
     events.extend(_counters(record, pid))
+    events.extend(_gpu_track(record, gpu, pid))
     return {
         "traceEvents": events,
         "displayTimeUnit": "ms",
@@ -91,6 +95,38 @@ def _steps(record: RunRecord, b: Breakdown, pid: int) -> list[dict[str, Any]]:
                 }
             )
             cursor += d
+    return out
+
+
+def _gpu_track(record: RunRecord, gpu: GpuIdleSection | None, pid: int) -> list[dict[str, Any]]:
+    """Each measured step's GPU work (first work reached .. last work done) on its own track, and
+    the GPU idle time per step as a counter. Unlike the phase slices these are real positions."""
+    tl = record.gpu_timeline
+    if gpu is None or tl is None:
+        return []
+    out: list[dict[str, Any]] = [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": GPU_TID, "args": {"name": "GPU (CUDA events)"}}
+    ]
+    measured = set(gpu.step_index)
+    for m in tl.marks:
+        if m.step not in measured or m.first_work_s is None or m.work_done_s is None:
+            continue
+        ts = _us(m.first_work_s)
+        out.append(
+            {
+                "ph": "X",
+                "name": "GPU work",
+                "cat": "gpu",
+                "pid": pid,
+                "tid": GPU_TID,
+                "ts": ts,
+                "dur": max(0, _us(m.work_done_s) - ts),
+                "args": {"step": m.step},
+            }
+        )
+    st = record.steps
+    for i, idle_ms in zip(gpu.step_index, gpu.per_step_idle_ms):
+        out.append(_counter("GPU idle (ms per step)", pid, _us(st["start_s"][i]), {"idle": idle_ms}))
     return out
 
 
