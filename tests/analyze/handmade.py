@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from supplyline.collect.events import (
     GpuInfo,
+    GpuTimeline,
+    HostInterval,
     LineSample,
     LoaderInfo,
     MonitorInfo,
     SamplerInfo,
     SaveEvent,
+    StepGpuMarks,
     SyncLine,
+    SyncPoint,
     TransferStats,
 )
 from supplyline.collect.samples import CpuSample, MemorySample, ProcessSample, Sample
@@ -71,6 +76,7 @@ def record(
     monitor: list[Sample] | None = None,
     logging_calls: int = 0,
     shm_free_bytes: int | None = 1 << 30,
+    gpu_timeline: GpuTimeline | None = None,
 ) -> RunRecord:
     """``steps`` observed steps of ``step_s`` each with the given seconds per phase; by default all of
     the hooked-free rest is hooked compute (the backward and optimizer step)."""
@@ -97,7 +103,9 @@ def record(
         supplyline_version="test",
         created_unix_s=1000.0,
         target=TargetInfo("script", "train.py", [], "/tmp"),
-        host=HostInfo(cpu_count, 8 << 30, "2.13.0", torch_threads, False, [], shm_free_bytes, "Linux test"),
+        host=HostInfo(
+            cpu_count, 8 << 30, "2.13.0", torch_threads, gpu_timeline is not None, [], shm_free_bytes, "Linux test"
+        ),
         outcome=OutcomeInfo(0, "stopped", "stopped after N steps", None, None, None, n * step_s),
         steps=cols,
         outside_steps_s={},
@@ -111,7 +119,31 @@ def record(
         whatif=whatif or WhatIfInfo(enabled=False, ran=False, note="off", steps_requested=0),
         monitor=MonitorInfo(1.0, monitor or [], None, 1000.0),
         gpu=gpu or GpuInfo(available=False),
+        gpu_timeline=gpu_timeline,
     )
+
+
+def timeline(
+    steps: int,
+    step_s: float,
+    busy: tuple[float, float],
+    queued: float,
+    phases: Sequence[tuple[str, float, float]] = (),
+    syncs: Sequence[tuple[float, str]] = (),
+) -> GpuTimeline:
+    """CUDA marks for ``steps`` steps of ``step_s`` laid end to end from 0 (as ``record`` lays them):
+    in each, the GPU is busy from ``busy[0]`` to ``busy[1]`` seconds after the step's start (past
+    ``step_s``: the CPU ran ahead and the work spills into the next step), the host queued the
+    step's last work at ``queued``, and the training thread was in each ``(phase, from, to)``."""
+    marks: list[StepGpuMarks] = []
+    ivs: list[HostInterval] = []
+    pts: list[SyncPoint] = []
+    for i in range(steps):
+        t = i * step_s
+        marks.append(StepGpuMarks(i, t, t + step_s, t + busy[0], t + busy[1], t + queued))
+        ivs.extend(HostInterval(p, t + a, t + b) for p, a, b in phases)
+        pts.extend(SyncPoint(t + a, where) for a, where in syncs)
+    return GpuTimeline(available=True, device=0, alignment_host_s=0.0, marks=marks, intervals=ivs, syncs=pts)
 
 
 def line(phase: str, category: str, file: str, lineno: int, samples: int) -> LineSample:
@@ -122,4 +154,16 @@ def save(start_s: float, duration_s: float) -> SaveEvent:
     return SaveEvent("torch.save", start_s, duration_s, "ckpt.pt", True)
 
 
-__all__ = ["GpuInfo", "SyncLine", "TransferStats", "WhatIfInfo", "line", "loader", "record", "sample", "save"]
+__all__ = [
+    "GpuInfo",
+    "GpuTimeline",
+    "timeline",
+    "SyncLine",
+    "TransferStats",
+    "WhatIfInfo",
+    "line",
+    "loader",
+    "record",
+    "sample",
+    "save",
+]

@@ -20,9 +20,9 @@ from typing import Any
 import psutil
 import torch
 
+from supplyline import phases as P
 from supplyline.collect.collectives import CollectiveHooks
 from supplyline.collect.cuda_sync import SyncCounter
-from supplyline import phases as P
 from supplyline.collect.events import (
     GpuTimeline,
     HostInterval,
