@@ -157,7 +157,6 @@ def save(start_s: float, duration_s: float) -> SaveEvent:
 __all__ = [
     "GpuInfo",
     "GpuTimeline",
-    "timeline",
     "SyncLine",
     "TransferStats",
     "WhatIfInfo",
@@ -166,4 +165,5 @@ __all__ = [
     "record",
     "sample",
     "save",
+    "timeline",
 ]
