@@ -28,12 +28,10 @@ def load(path: str) -> dict[str, Any]:
 
 
 def doctor_idle_share(report: dict[str, Any]) -> float | None:
-    """The doctor's GPU idle share, wherever the report ends up carrying it."""
-    gpu_idle = report.get("gpu_idle") or {}
-    for value in (gpu_idle.get("idle_share"), (report.get("phase_share") or {}).get("gpu_idle")):
-        if isinstance(value, (int, float)):
-            return float(value)
-    return None
+    """The doctor's GPU idle share: ``report.json``'s ``gpu_idle.idle_share`` (absent when the
+    doctor measured no CUDA events: a CPU machine, or a job that never initialised CUDA)."""
+    value = (report.get("gpu_idle") or {}).get("idle_share")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def job_summary(out: str, job: str) -> dict[str, Any]:
@@ -42,6 +40,7 @@ def job_summary(out: str, job: str) -> dict[str, Any]:
     truth = (prof.get("profiler") or {}).get("idle_share")
     cross = (tl.get("timeline") or {}).get("idle_share")
     doctor = doctor_idle_share(report)
+    gpu = report.get("gpu_idle") or {}
     plain_ms = plain.get("step_ms_median")
     doctor_ms = (report.get("steps") or {}).get("step_ms_median")
     overhead = 100.0 * (doctor_ms - plain_ms) / plain_ms if plain_ms and doctor_ms else None
@@ -58,6 +57,12 @@ def job_summary(out: str, job: str) -> dict[str, Any]:
         "timeline_minus_profiler_points": points(cross),
         "doctor_minus_profiler_points": points(doctor),
         "verdict_doctor": (report.get("verdict") or {}).get("bound"),
+        "verdict_doctor_sentence": (report.get("verdict") or {}).get("sentence"),
+        "gpu_bound_doctor": gpu.get("gpu_bound"),
+        "cpu_ahead_ms_doctor": gpu.get("cpu_ahead_ms"),
+        "gpu_idle_by_phase_share_doctor": gpu.get("by_phase_share"),
+        "host_phase_share_doctor": gpu.get("host_phase_share"),
+        "doctor_gpu_note": gpu.get("note") or None,
         "verdict_gpu_side": (tl.get("timeline") or {}).get("verdict"),
         "cpu_ahead_ms_median": (tl.get("timeline") or {}).get("cpu_ahead_ms_median"),
         "host_phase_share": (tl.get("timeline") or {}).get("host_phase_share"),

@@ -58,3 +58,20 @@ def test_trace_has_a_gpu_track_with_real_positions() -> None:
     idle = [e for e in trace["traceEvents"] if e.get("name") == "GPU idle (ms per step)"]
     assert len(idle) == 19 and abs(idle[0]["args"]["idle"] - 6.5) < 1e-6
     assert not [e for e in build_trace(rec, rep.breakdown)["traceEvents"] if e.get("name") == "GPU work"]  # type: ignore[attr-defined]
+
+
+def test_the_gpu_benchmark_summary_reads_the_doctor_report(tmp_path) -> None:
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "gpu" / "summarize.py"
+    spec = importlib.util.spec_from_file_location("gpu_summarize", path)
+    assert spec is not None and spec.loader is not None
+    summarize = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summarize)
+    _, rep = starved()
+    (tmp_path / "doctor-starved").mkdir()
+    (tmp_path / "doctor-starved" / "report.json").write_text(RENDERERS["json"].build(rep, None))  # type: ignore[arg-type]
+    row = summarize.job_summary(str(tmp_path), "starved")
+    assert abs(row["idle_share_doctor"] - 0.65) < 1e-9 and row["verdict_doctor"] == "input"
+    assert row["gpu_bound_doctor"] == "input" and row["gpu_idle_by_phase_share_doctor"][P.DATA_WAIT] > 0.59

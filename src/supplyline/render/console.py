@@ -138,7 +138,7 @@ def _gpu_idle(c: Console, report: Report) -> None:
         return
     causes = sorted(((k, v) for k, v in g.by_phase_share.items() if v >= 0.005), key=lambda kv: -kv[1])
     split = ", ".join(f"{_phase_label(k)} {v * 100:.0f}%" for k, v in causes[:4])
-    ahead = f" · the CPU ran ahead by {g.cpu_ahead_ms:.1f} ms" if g.cpu_ahead_ms is not None else ""
+    ahead = f" · the CPU ran ahead by {g.cpu_ahead_ms:.1f} ms" if (g.cpu_ahead_ms or 0.0) >= 0.5 else ""
     c.print(
         f"\n[bold]GPU idle[/] (CUDA events, {g.steps_measured} steps): {g.idle_share * 100:.0f}% of the time"
         + (f" — waiting for {escape(split)}" if split else "")
