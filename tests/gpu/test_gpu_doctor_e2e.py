@@ -64,7 +64,7 @@ def run_session(tmp_path: object, timeline: CudaTimeline) -> RunRecord:
 
 
 def test_session_records_the_gpu_timeline_and_the_report_says_input_on_the_gpu(tmp_path) -> None:
-    mod, cuda = fake_torch()
+    mod, _ = fake_torch()
     mod.cuda = HostClockCuda()
     rec = run_session(tmp_path, CudaTimeline(mod))
     tl = rec.gpu_timeline
