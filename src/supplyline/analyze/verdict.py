@@ -17,6 +17,7 @@ from supplyline.analyze.gpu_idle import SYNC, GpuIdleResult, gpu_side
 
 BOUND_SHARE = 0.20  # a supply-side phase at 20% of step time or more is what bounds the step
 OTHER_SHARE = 0.30
+COMPUTE_BOUND: P.Bound = "compute"  # the verdict's word, not the phase's name (they happen to agree)
 
 
 @dataclass
@@ -56,7 +57,7 @@ def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = N
             f"{s[P.OTHER] * 100:.0f}% of step time is in your own code outside the model, the loader and I/O{at}.",
         )
     return Verdict(
-        "compute",  # the bound, not the phase: P.COMPUTE's bound is also "compute"
+        COMPUTE_BOUND,
         f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work "
         f"and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%.",
     )
@@ -100,13 +101,13 @@ def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult) -> Verd
     cpu_share = s.get(cpu_top.name, 0.0)
     if cpu_share >= BOUND_SHARE and cpu_top.bound is not None:
         return Verdict(
-            P.COMPUTE,
+            COMPUTE_BOUND,
             f"Compute-bound on the GPU: it was idle only {idle * 100:.0f}% of the time. The training thread spent "
             f"{cpu_share * 100:.0f}% of each step {cpu_top.words}, but the GPU stayed busy meanwhile{ahead_txt}: "
             f"the {cpu_top.bound} side is not what slows the step.",
         )
     return Verdict(
-        P.COMPUTE,
+        COMPUTE_BOUND,
         f"Compute-bound: the GPU was busy {(1 - idle) * 100:.0f}% of the time (idle {idle * 100:.0f}%) and the "
         f"supply line keeps up{ahead_txt}.",
     )
