@@ -17,6 +17,9 @@ from typing import Any, Literal
 PhaseName = Literal["data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other", "gpu_idle"]
 Bound = Literal["input", "transfer", "logging", "checkpoint", "collective", "compute", "unknown"]
 
+# The verdict when no supply-side phase bounds the step: the model's own work.
+COMPUTE_BOUND: Bound = "compute"
+
 DATA_WAIT: PhaseName = "data_wait"
 TRANSFER: PhaseName = "transfer"
 COMPUTE: PhaseName = "compute"

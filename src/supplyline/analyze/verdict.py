@@ -17,7 +17,7 @@ from supplyline.analyze.gpu_idle import SYNC, GpuIdleResult, gpu_side
 
 BOUND_SHARE = 0.20  # a supply-side phase at 20% of step time or more is what bounds the step
 OTHER_SHARE = 0.30
-COMPUTE_BOUND: P.Bound = "compute"  # the verdict's word, not the phase's name (they happen to agree)
+COMPUTE_BOUND = P.COMPUTE_BOUND
 
 
 @dataclass
