@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from supplyline import phases as P
 from supplyline.collect.events import SaveEvent
 from supplyline.collect.frames import innermost_user, stack_of
 
@@ -108,7 +109,7 @@ class SaveRecorder:
 
     def _outer(self, kind: str, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         clock = self.clock
-        t = clock.enter("checkpoint")
+        t = clock.enter(P.CHECKPOINT)
         if t < 0:  # inside another hooked phase: that phase owns the time
             return original(*args, **kwargs)
         self._open = current = _OpenSave(kind, time.time())
@@ -119,7 +120,7 @@ class SaveRecorder:
             self._open = None
             duration = _now() - t
             in_step = clock.open_start is not None
-            clock.leave("checkpoint", t)
+            clock.leave(P.CHECKPOINT, t)
             try:
                 self.events.append(self._event(kind, args, kwargs, t, duration, in_step, step, caller_frame, current))
             except Exception:  # describing the save must never fail the user's save

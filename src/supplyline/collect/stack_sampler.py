@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from types import FrameType
 
+from supplyline import phases as P
 from supplyline.collect.frames import LIBRARY, MACHINERY, OUTSIDE, USER, file_kind, frame_text
 from supplyline.collect.steps import StepClock
 
@@ -95,7 +96,7 @@ class StackSampler:
                 continue
 
     def _record(self, frame: FrameType, phase: str) -> None:
-        if phase == "data_wait":
+        if phase == P.DATA_WAIT:
             self._record_data_wait(frame)
             return
         user: FrameType | None = None
@@ -147,7 +148,7 @@ class StackSampler:
         if user is None:
             return
         key = LineKey(
-            "data_wait",
+            P.DATA_WAIT,
             "user",
             user.f_code.co_filename,
             user.f_lineno,
