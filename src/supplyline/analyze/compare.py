@@ -1,16 +1,32 @@
 """Two reports side by side, and the CI gate: did the input pipeline regress?
 
-Pure functions of two report dicts (``build_report``). Thresholds:
-- ``max_slowdown_pct``: the NEW median step time may be at most this many percent above BASE's.
+Pure functions of two report dicts (``build_report``) and, for the slowdown gate, the two sides'
+observed step times (one list per run; several runs per side are pooled). Thresholds:
+- ``max_slowdown_pct``: the NEW median step time may be at most this many percent above BASE's;
+  a crossing fails only when it is also significant (``stats.compare_step_times``: one-sided
+  Mann–Whitney p < 0.01 and the whole 95% interval of the ratio of medians above the threshold),
+  otherwise it is reported "within noise (±x%)" and passes.
 - ``max_data_wait_pct``: the NEW run's data-wait share of step time may be at most this many percent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from supplyline import phases as P
+from supplyline.analyze import stats
+from supplyline.analyze.breakdown import observed_indices
 from supplyline.errors import UserError
+from supplyline.record import RunRecord
+
+
+def observed_step_times(record: RunRecord) -> list[float]:
+    """The step times (s) the report's statistics use: observed (not what-if) steps, without the
+    warm-up step when there are enough, as the breakdown counts them."""
+    idx, _ = observed_indices(record)
+    durations = record.steps.get("duration_s", [])
+    return [durations[i] for i in idx]
 
 
 def _change_pct(base: float | None, new: float | None) -> float | None:
@@ -24,7 +40,12 @@ def compare_reports(
     new: dict[str, Any],
     max_slowdown_pct: float | None = None,
     max_data_wait_pct: float | None = None,
+    base_steps_s: Sequence[Sequence[float]] | None = None,
+    new_steps_s: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, Any]:
+    """Compare two reports. ``base_steps_s``/``new_steps_s``: each side's observed step times in
+    seconds, one list per run (``observed_step_times``); without them the slowdown gate falls
+    back to a bare comparison of the two medians, with no noise estimate."""
     for label, rep in (("BASE", base), ("NEW", new)):
         if not rep["steps"]["observed"]:
             raise UserError(f"{label} ({rep['target']['name']}) has no observed training steps to compare")
@@ -44,17 +65,13 @@ def compare_reports(
     base_checks = {f["check"] for f in base["findings"]}
     new_checks = {f["check"] for f in new["findings"]}
     gates = []
+    slowdown_test = None
+    if base_steps_s is not None and new_steps_s is not None:
+        slowdown_test = stats.compare_step_times(base_steps_s, new_steps_s, max_slowdown_pct)
+        _pooled_metrics(metrics, base_steps_s, new_steps_s)
     slowdown = metrics["step_ms_median"]["change_pct"]
     if max_slowdown_pct is not None:
-        gates.append(
-            {
-                "gate": "max_slowdown",
-                "limit_pct": max_slowdown_pct,
-                "value_pct": slowdown,
-                "failed": slowdown is not None and slowdown > max_slowdown_pct,
-                "text": f"median step time {slowdown:+.1f}% vs BASE (limit +{max_slowdown_pct:g}%)",
-            }
-        )
+        gates.append(_slowdown_gate(max_slowdown_pct, slowdown, slowdown_test))
     if max_data_wait_pct is not None:
         wait = new["phase_share"][P.DATA_WAIT] * 100.0
         gates.append(
@@ -77,8 +94,61 @@ def compare_reports(
             "appeared": sorted(new_checks - base_checks),
             "resolved": sorted(base_checks - new_checks),
         },
+        "slowdown": None if slowdown_test is None else _slowdown_dict(slowdown_test),
         "gates": gates,
         "failed": any(g["failed"] for g in gates),
+    }
+
+
+def _pooled_metrics(
+    metrics: dict[str, dict[str, Any]], base_steps_s: Sequence[Sequence[float]], new_steps_s: Sequence[Sequence[float]]
+) -> None:
+    """Median step time and steps/s from the pooled step lists, with their 95% intervals, so the
+    table shows the figures the gate decided on (the same as the report's for one run a side)."""
+    for key, func, scale in (
+        ("step_ms_median", stats.median_interval, 1000.0),
+        ("steps_per_s", stats.steps_per_s_interval, 1.0),
+    ):
+        for side, steps in (("base", base_steps_s), ("new", new_steps_s)):
+            ci = func(steps)
+            metrics[key][side] = ci.estimate * scale
+            metrics[key][f"{side}_interval"] = [ci.low * scale, ci.high * scale]
+        metrics[key]["change_pct"] = _change_pct(metrics[key]["base"], metrics[key]["new"])
+
+
+def _slowdown_gate(limit_pct: float, slowdown: float | None, test: stats.SlowdownTest | None) -> dict[str, Any]:
+    if test is None:  # report dicts only: the bare median comparison of older callers
+        return {
+            "gate": "max_slowdown",
+            "limit_pct": limit_pct,
+            "value_pct": slowdown,
+            "failed": slowdown is not None and slowdown > limit_pct,
+            "text": f"median step time {slowdown:+.1f}% vs BASE (limit +{limit_pct:g}%)",
+        }
+    return {
+        "gate": "max_slowdown",
+        "limit_pct": limit_pct,
+        "value_pct": test.change_pct,
+        "failed": test.failed,
+        "significant": test.significant,
+        "noise_pct": test.noise_pct,
+        "text": test.text,
+    }
+
+
+def _slowdown_dict(test: stats.SlowdownTest) -> dict[str, Any]:
+    return {
+        "ratio": test.ratio.estimate,
+        "ratio_interval": [test.ratio.low, test.ratio.high],
+        "confidence": test.ratio.confidence,
+        "p_value": test.p_value,
+        "alpha": stats.ALPHA,
+        "significant": test.significant,
+        "noise_pct": test.noise_pct,
+        "base_steps": test.base_steps,
+        "new_steps": test.new_steps,
+        "base_runs": test.base_runs,
+        "new_runs": test.new_runs,
     }
 
 

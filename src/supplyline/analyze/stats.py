@@ -36,7 +36,9 @@ MAX_SHARE_HALF_WIDTH = 0.10
 ALPHA = 0.01
 TOO_FEW_ADVICE = "run longer (more --steps or --seconds)"
 
-RunSteps = Sequence[float]
+# One run's step times (seconds), or several runs' (one list per run, pooled with run-level resampling).
+RunSteps = Sequence[float] | np.ndarray
+StepTimes = RunSteps | Sequence[RunSteps]
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,10 @@ def _z(confidence: float) -> float:
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
-def _as_runs(steps: RunSteps | Sequence[RunSteps]) -> list[np.ndarray]:
+def _as_runs(steps: StepTimes) -> list[np.ndarray]:
     """One list of step times, or several runs' lists: always a list of non-empty float arrays."""
     if len(steps) and isinstance(steps[0], (Sequence, np.ndarray)):
-        runs = [np.asarray(r, dtype=float) for r in steps]  # type: ignore[arg-type]  # checked just above
+        runs = [np.asarray(r, dtype=float) for r in steps]
     else:
         runs = [np.asarray(steps, dtype=float)]
     runs = [r for r in runs if r.size]
@@ -81,7 +83,9 @@ def _order_stat_index(cum_weight: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(np.searchsorted(cum_weight, u, side="left"), cum_weight.size - 1)
 
 
-def _medians_from_pool(values: np.ndarray, cum_weight: np.ndarray, n: int, rng: np.random.Generator, k: int):
+def _medians_from_pool(
+    values: np.ndarray, cum_weight: np.ndarray, n: int, rng: np.random.Generator, k: int
+) -> np.ndarray:
     """``k`` bootstrap medians of ``n`` draws from sorted ``values`` with cumulative weights ``cum_weight``."""
     if n % 2:
         m = (n + 1) // 2
@@ -94,7 +98,7 @@ def _medians_from_pool(values: np.ndarray, cum_weight: np.ndarray, n: int, rng: 
 
 
 def bootstrap_medians(
-    steps: RunSteps | Sequence[RunSteps], resamples: int = RESAMPLES, rng: np.random.Generator | None = None
+    steps: StepTimes, resamples: int = RESAMPLES, rng: np.random.Generator | None = None
 ) -> np.ndarray:
     """``resamples`` bootstrap replicates of the median of ``steps``.
 
@@ -130,9 +134,7 @@ def _percentiles(draws: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def median_interval(
-    steps: RunSteps | Sequence[RunSteps], confidence: float = CONFIDENCE, resamples: int = RESAMPLES
-) -> Interval:
+def median_interval(steps: StepTimes, confidence: float = CONFIDENCE, resamples: int = RESAMPLES) -> Interval:
     """The median of the step times (pooled over runs) with its bootstrap percentile interval."""
     draws = bootstrap_medians(steps, resamples)
     estimate = float(np.median(np.concatenate(_as_runs(steps))))
@@ -140,9 +142,7 @@ def median_interval(
     return Interval(estimate, min(low, estimate), max(high, estimate), confidence)
 
 
-def steps_per_s_interval(
-    steps: RunSteps | Sequence[RunSteps], confidence: float = CONFIDENCE, resamples: int = RESAMPLES
-) -> Interval:
+def steps_per_s_interval(steps: StepTimes, confidence: float = CONFIDENCE, resamples: int = RESAMPLES) -> Interval:
     """Steps per second as 1 / median step time; the interval is the median's, inverted."""
     med = median_interval(steps, confidence, resamples)
     if med.low <= 0:
@@ -191,15 +191,14 @@ def share_text(samples_in_share: int, total_samples: int, advice: str = TOO_FEW_
 def interval_text(ci: Interval, unit: str = "", digits: int = 1) -> str:
     """'1.80 ms (95% CI 1.71–1.93)' style text for any interval."""
     return (
-        f"{ci.estimate:.{digits}f}{unit} ({ci.confidence * 100:.0f}% CI "
-        f"{ci.low:.{digits}f}–{ci.high:.{digits}f}{unit})"
+        f"{ci.estimate:.{digits}f}{unit} ({ci.confidence * 100:.0f}% CI {ci.low:.{digits}f}–{ci.high:.{digits}f}{unit})"
     )
 
 
 # ---------------------------------------------------------------- is NEW slower than BASE?
 
 
-def mann_whitney_greater(new: Sequence[float], base: Sequence[float]) -> float:
+def mann_whitney_greater(new: RunSteps, base: RunSteps) -> float:
     """One-sided p-value of the Mann–Whitney U test that NEW's values tend to be larger than BASE's.
 
     Normal approximation with the tie correction of the variance and a 0.5 continuity correction;
@@ -250,8 +249,8 @@ class SlowdownTest:
 
 
 def ratio_of_medians_interval(
-    new: RunSteps | Sequence[RunSteps],
-    base: RunSteps | Sequence[RunSteps],
+    new: StepTimes,
+    base: StepTimes,
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
 ) -> Interval:
@@ -268,8 +267,8 @@ def ratio_of_medians_interval(
 
 
 def compare_step_times(
-    base: RunSteps | Sequence[RunSteps],
-    new: RunSteps | Sequence[RunSteps],
+    base: StepTimes,
+    new: StepTimes,
     max_slowdown_pct: float | None = None,
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 from typing import Any
@@ -14,13 +15,20 @@ HELP = "compare two saved runs (step time, samples/s, phase shares, findings); e
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", metavar="BASE", help="the reference run's report directory (or record.json)")
-    p.add_argument("new", metavar="NEW", help="the run to check against BASE")
+    p.add_argument(
+        "base",
+        metavar="BASE",
+        help="the reference run's report directory (or record.json); a quoted glob pools several runs",
+    )
+    p.add_argument("new", metavar="NEW", help="the run to check against BASE (a quoted glob pools several runs)")
+    p.add_argument("--base-runs", nargs="+", default=[], metavar="DIR", help="more BASE runs, pooled with BASE")
+    p.add_argument("--new-runs", nargs="+", default=[], metavar="DIR", help="more NEW runs, pooled with NEW")
     p.add_argument(
         "--max-slowdown",
         type=float,
         metavar="PCT",
-        help="fail (exit 1) when NEW's median step time is more than PCT%% above BASE's",
+        help="fail (exit 1) when NEW's median step time is more than PCT%% above BASE's and the slowdown is "
+        "significant (one-sided Mann-Whitney p < 0.01 and the 95%% interval of the ratio above the limit)",
     )
     p.add_argument(
         "--max-data-wait",
@@ -38,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 0:
             raise UserError(f"--{name.replace('_', '-')} must be 0 or more")
-    base = _load(args.base, "BASE")
-    new = _load(args.new, "NEW")
-    result = compare_reports(base, new, args.max_slowdown, args.max_data_wait)
+    base, base_steps = _load_side([args.base, *args.base_runs], "BASE")
+    new, new_steps = _load_side([args.new, *args.new_runs], "NEW")
+    result = compare_reports(base, new, args.max_slowdown, args.max_data_wait, base_steps, new_steps)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -48,17 +56,43 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result["failed"] else 0
 
 
-def _load(path: str, label: str) -> dict[str, Any]:
+def _expand(patterns: list[str]) -> list[str]:
+    """Each pattern's matches, sorted; a pattern matching nothing stays as given, so a missing run
+    is reported by name rather than silently dropped."""
+    paths: list[str] = []
+    for pattern in patterns:
+        paths.extend(sorted(glob.glob(pattern)) or [pattern])
+    return list(dict.fromkeys(paths))
+
+
+def _load_side(patterns: list[str], label: str) -> tuple[dict[str, Any], list[list[float]]]:
+    """The first run's report (verdict, phases, findings) and every run's observed step times."""
+    from supplyline.analyze.compare import observed_step_times
     from supplyline.analyze.report import report_from_saved
 
-    try:
-        return report_from_saved(path)[1].to_dict()
-    except UserError as exc:
-        raise UserError(f"{label}: {exc}") from exc
+    reports, steps = [], []
+    for path in _expand(patterns):
+        try:
+            record, typed = report_from_saved(path)
+            report = typed.to_dict()
+        except UserError as exc:
+            raise UserError(f"{label}: {exc}") from exc
+        if not report["steps"]["observed"]:
+            raise UserError(f"{label} ({path}) has no observed training steps to compare")
+        reports.append(report)
+        steps.append(observed_step_times(record))
+    return reports[0], steps
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
     return "—" if value is None else f"{value:.1f}{unit}"
+
+
+def _with_interval(m: dict[str, Any], side: str, unit: str) -> str:
+    interval = m.get(f"{side}_interval")
+    if interval is None or m[side] is None:
+        return _fmt(m[side], unit)
+    return f"{m[side]:.1f}{unit} [{interval[0]:.1f}–{interval[1]:.1f}]"
 
 
 def _print(result: dict[str, Any]) -> None:
@@ -83,7 +117,7 @@ def _print(result: dict[str, Any]) -> None:
     for key, m in result["metrics"].items():
         label, unit = names[key]
         change = "—" if m["change_pct"] is None else f"{m['change_pct']:+.1f}%"
-        t.add_row(label, _fmt(m["base"], unit), _fmt(m["new"], unit), change)
+        t.add_row(label, _with_interval(m, "base", unit), _with_interval(m, "new", unit), change)
     for p, s in result["phase_share"].items():
         t.add_row(
             f"{P.label(p)} share",
@@ -101,6 +135,18 @@ def _print(result: dict[str, Any]) -> None:
         + (f" · appeared: {', '.join(f['appeared'])}" if f["appeared"] else "")
         + (f" · resolved: {', '.join(f['resolved'])}" if f["resolved"] else "")
     )
+    slow = result.get("slowdown")
+    if slow:
+        lo, hi = slow["ratio_interval"]
+        runs = (
+            f" · pooled {slow['base_runs']} vs {slow['new_runs']} runs"
+            if slow["base_runs"] + slow["new_runs"] > 2
+            else ""
+        )
+        c.print(
+            f"NEW/BASE median step {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}) · one-sided Mann-Whitney "
+            f"p={slow['p_value']:.2g} · {slow['base_steps']} vs {slow['new_steps']} steps{runs}"
+        )
     for g in result["gates"]:
         c.print(("[bold red]FAIL[/] " if g["failed"] else "[green]ok[/]   ") + escape(g["text"]))
     if result["gates"] and not result["failed"]:
