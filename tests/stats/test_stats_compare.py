@@ -1,0 +1,59 @@
+"""compare_reports with the two sides' step times: the slowdown gate decides with the test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from supplyline.analyze.compare import compare_reports
+
+
+def _report(steps_s: list[float]) -> dict[str, Any]:
+    median_ms = float(np.median(steps_s)) * 1000
+    return {
+        "target": {"name": "train.py"},
+        "verdict": {"bound": "input", "sentence": "Input-bound."},
+        "steps": {
+            "observed": len(steps_s),
+            "step_ms_median": median_ms,
+            "step_ms_p95": float(np.quantile(steps_s, 0.95)) * 1000,
+            "steps_per_s": 1000 / median_ms,
+            "samples_per_s": None,
+        },
+        "phase_share": {"data_wait": 0.5, "compute": 0.5},
+        "findings": [],
+    }
+
+
+def _steps(n: int, scale: float, seed: int) -> list[float]:
+    return list(scale * np.random.default_rng(seed).lognormal(np.log(0.01), 0.2, n))
+
+
+def test_a_noisy_crossing_passes_with_the_noise_named() -> None:
+    base = [v / 1000 for v in (8.0, 9.0, 9.5, 10.0, 10.5, 11.0, 11.5, 12.0, 13.0, 14.0)]  # ±25% spread
+    new = [v * 1.12 for v in reversed(base)]  # 12% slower, the same spread
+    bare = compare_reports(_report(base), _report(new), max_slowdown_pct=5)
+    tested = compare_reports(_report(base), _report(new), 5, None, [base], [new])
+    assert bare["failed"], "the bare median comparison fails on a 10-step crossing"
+    gate = tested["gates"][0]
+    assert not tested["failed"] and not gate["failed"] and "within noise (±" in gate["text"]
+    assert tested["slowdown"]["ratio_interval"][0] < 1.05 < tested["slowdown"]["ratio"]
+
+
+def test_a_real_slowdown_fails_and_the_table_carries_intervals() -> None:
+    base, new = _steps(300, 1.0, 1), _steps(300, 1.3, 2)
+    result = compare_reports(_report(base), _report(new), 10, None, [base], [new])
+    assert result["failed"] and result["gates"][0]["significant"]
+    median = result["metrics"]["step_ms_median"]
+    assert median["base_interval"][0] < median["base"] < median["base_interval"][1]
+    assert median["new_interval"][0] > median["base_interval"][1]
+    assert result["slowdown"]["p_value"] < result["slowdown"]["alpha"]
+
+
+def test_pooled_sides_use_every_run() -> None:
+    runs = [_steps(50, 1.0, s) for s in range(3)]
+    result = compare_reports(_report(runs[0]), _report(runs[1]), 0, None, runs[:2], runs[2:])
+    slow = result["slowdown"]
+    assert (slow["base_runs"], slow["new_runs"], slow["base_steps"], slow["new_steps"]) == (2, 1, 100, 50)
+    assert result["metrics"]["step_ms_median"]["base"] == np.median(np.concatenate(runs[:2])) * 1000
