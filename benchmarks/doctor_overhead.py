@@ -6,6 +6,12 @@ of the training loop are compared; interpreter and torch start-up are outside th
 The final losses must be identical: the doctor must not change what the job computes.
 
     python benchmarks/doctor_overhead.py [--repeats 5] [--steps 300]
+    python benchmarks/doctor_overhead.py --stress [--target-pct 2] [--max-repeats 60]
+
+``--stress``: a ~1 ms step (batch 16, width 64), where a fixed per-step cost weighs most. Plain
+and doctor runs alternate in pairs until the 95% bootstrap interval of the median per-pair ratio
+(doctor / plain wall time of the loop) is within ±TARGET% (or MAX pairs ran). Pairing cancels the
+slow drift of a shared machine's load; the median of the ratios shrugs off one disturbed pair.
 """
 
 from __future__ import annotations
@@ -29,8 +35,8 @@ def own_threads_cpu_s(out_dir: str) -> float:
     return sampler["cpu_s"] + (sampler.get("monitor_cpu_s") or 0.0)
 
 
-def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int, str]:
-    cmd = [sys.executable, JOB, str(steps)]
+def run(under_doctor: bool, steps: int, out_dir: str, job_args: tuple[str, ...] = ()) -> tuple[float, float, int, str]:
+    cmd = [sys.executable, JOB, str(steps), *job_args]
     if under_doctor:
         cmd = [
             sys.executable,
@@ -43,6 +49,7 @@ def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int
             out_dir,
             JOB,
             str(steps),
+            *job_args,
         ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
     m = RESULT.search(proc.stdout)
@@ -54,9 +61,19 @@ def run(under_doctor: bool, steps: int, out_dir: str) -> tuple[float, float, int
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=600, help="training steps (one batch and one optimizer step each)")
+    ap.add_argument(
+        "--steps", type=int, help="training steps (one batch and one optimizer step each); 600, or 2000 with --stress"
+    )
+    ap.add_argument("--stress", action="store_true", help="~1 ms steps, pairs until the ratio's interval is tight")
+    ap.add_argument("--target-pct", type=float, default=2.0, help="--stress: stop at this 95%% half-width")
+    ap.add_argument("--min-repeats", type=int, default=10, help="--stress: pairs before the first check")
+    ap.add_argument("--max-repeats", type=int, default=60, help="--stress: give up after this many pairs")
     args = ap.parse_args()
     out_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "supplyline-overhead-report")
+    if args.stress:
+        stress(args, out_dir)
+        return
+    args.steps = args.steps or 600
     plain_wall, plain_cpu, doc_wall, doc_cpu = [], [], [], []
     losses = set()
     own_cpu: list[float] = []
@@ -82,6 +99,53 @@ def main() -> None:
         f"per step, {own / dw * 100:.2f}% of one core"
     )
     print(f"losses identical across all runs: {len(losses) == 1} ({', '.join(sorted(losses))})")
+
+
+STRESS_JOB = ("16", "64")  # batch, width: about 1 ms of CPU work a step
+
+
+def stress(args: argparse.Namespace, out_dir: str) -> None:
+    from supplyline.analyze.stats import median_interval
+
+    steps = args.steps or 2000
+    ratios: list[float] = []
+    plain_step_ms: list[float] = []
+    cpu_ratios: list[float] = []
+    losses = set()
+    ci = None
+    for i in range(args.max_repeats):
+        pair = {}
+        for under in (False, True) if i % 2 == 0 else (True, False):
+            wall, cpu, _, loss = run(under, steps, out_dir, STRESS_JOB)
+            pair[under] = (wall, cpu)
+            losses.add(loss)
+        ratios.append(pair[True][0] / pair[False][0])
+        cpu_ratios.append(pair[True][1] / pair[False][1])
+        plain_step_ms.append(pair[False][0] / steps * 1e3)
+        if len(ratios) >= args.min_repeats:
+            ci = median_interval(ratios)
+            print(
+                f"  {len(ratios)} pairs: wall ratio {ci.estimate:.4f} [{ci.low:.4f}, {ci.high:.4f}] ±{ci.half_width_pct:.2f}%"
+            )
+            if ci.half_width_pct <= args.target_pct:
+                break
+    assert ci is not None
+    cpu = median_interval(cpu_ratios)
+    step = median_interval(plain_step_ms)
+    print(
+        f"stress: {steps} steps per run (batch {STRESS_JOB[0]}, width {STRESS_JOB[1]}), {len(ratios)} alternating pairs"
+    )
+    print(
+        f"plain step {step.estimate:.2f} ms wall (95% CI {step.low:.2f}-{step.high:.2f}), min-max pair ratio "
+        f"{min(ratios):.3f}-{max(ratios):.3f}"
+    )
+    print(
+        f"doctor/plain wall time: {ci.estimate:.4f} (95% CI {ci.low:.4f}-{ci.high:.4f}, ±{ci.half_width_pct:.2f}%)"
+        f" = {(ci.estimate - 1) * step.estimate * 1e3:.0f} µs per step"
+    )
+    print(f"doctor/plain CPU time:  {cpu.estimate:.4f} (95% CI {cpu.low:.4f}-{cpu.high:.4f})")
+    print(f"interval within ±{args.target_pct:g}%: {ci.half_width_pct <= args.target_pct}")
+    print(f"losses identical across all runs: {len(losses) == 1}")
 
 
 if __name__ == "__main__":
