@@ -104,6 +104,13 @@ def test_interval_text() -> None:
     assert stats.interval_text(stats.Interval(1.8, 1.71, 1.93), " ms", 2) == "1.80 ms (95% CI 1.71–1.93 ms)"
 
 
+def test_step_time_text_gives_both_intervals() -> None:
+    text = stats.step_time_text([0.002] * 10)
+    assert text == "median step 2.00 ms (95% CI 2.00–2.00) · 500.0 steps/s (500.0–500.0)"
+    spread = stats.step_time_text(_lognormal(100))
+    assert spread.startswith("median step ") and "95% CI" in spread and "steps/s (" in spread
+
+
 def test_mann_whitney_directions_and_known_value() -> None:
     base, new = _lognormal(60, seed=1), _lognormal(60, 1.3, seed=2)
     assert stats.mann_whitney_greater(new, base) < 1e-6

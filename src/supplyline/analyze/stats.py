@@ -195,6 +195,16 @@ def interval_text(ci: Interval, unit: str = "", digits: int = 1) -> str:
     )
 
 
+def step_time_text(steps: StepTimes) -> str:
+    """One line for a report's step-time figures with their spread, e.g.
+    'median step 1.80 ms (95% CI 1.71–1.93) · 555.6 steps/s (518.1–584.8)'."""
+    med, rate = median_interval(steps), steps_per_s_interval(steps)
+    return (
+        f"median step {med.estimate * 1e3:.2f} ms ({med.confidence * 100:.0f}% CI "
+        f"{med.low * 1e3:.2f}–{med.high * 1e3:.2f}) · {rate.estimate:.1f} steps/s ({rate.low:.1f}–{rate.high:.1f})"
+    )
+
+
 # ---------------------------------------------------------------- is NEW slower than BASE?
 
 
