@@ -13,6 +13,7 @@ import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from supplyline import __version__
 from supplyline.errors import UserError
@@ -28,8 +29,15 @@ def _command_modules() -> list[ModuleType]:
     return [importlib.import_module(f"supplyline.commands.{n}") for n in names]
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line (its default prints the whole usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="supplyline",
         description="Find and remove the CPU and disk bottlenecks that starve model training.",
     )

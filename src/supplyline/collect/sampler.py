@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import IO, Any
 
+from supplyline.cli_types import DAY_S
 from supplyline.collect.gpu import GpuReader
 from supplyline.collect.host import CpuReader, DiskReader, MemoryReader
 from supplyline.collect.proctree import ProcessTree
@@ -56,8 +57,8 @@ class Monitor:
         process_backend: str = "auto",
         on_sample: Callable[[Sample], None] | None = None,
     ) -> None:
-        if not interval > 0:
-            raise UserError(f"interval must be > 0 seconds, got {interval}")
+        if not 0 < interval <= DAY_S:  # also refuses NaN; inf and 1e10 overflow the timed wait
+            raise UserError(f"interval must be more than 0 and at most {DAY_S:g} seconds, got {interval}")
         self.interval = float(interval)
         self.log_path = log
         self.csv_path = csv

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from supplyline import cli_types
 from supplyline.errors import UserError
 
 NAME = "compare"
@@ -25,14 +26,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--new-runs", nargs="+", default=[], metavar="DIR", help="more NEW runs, pooled with NEW")
     p.add_argument(
         "--max-slowdown",
-        type=float,
+        type=cli_types.number(float, minimum=0, unit="%"),
         metavar="PCT",
         help="fail (exit 1) when NEW's median step time is more than PCT%% above BASE's and the slowdown is "
         "significant (one-sided Mann-Whitney p < 0.01 and the 95%% interval of the ratio above the limit)",
     )
     p.add_argument(
         "--max-data-wait",
-        type=float,
+        type=cli_types.number(float, minimum=0, maximum=100, unit="%"),
         metavar="PCT",
         help="fail (exit 1) when NEW spends more than PCT%% of its step time waiting for data",
     )

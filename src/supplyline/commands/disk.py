@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from supplyline import cli_types
 from supplyline.atomic import atomic_write_json
 from supplyline.console import progress_bar, stdout_console
 from supplyline.errors import UserError
@@ -21,14 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--threads", metavar="N,N,..", help="thread counts to measure (default: 1, one per core, 4 per core)"
     )
-    parser.add_argument("--seconds", type=float, default=5.0, help="time limit of each measurement (default 5)")
+    parser.add_argument(
+        "--seconds",
+        type=cli_types.number(float, above=0, maximum=3600, unit="seconds"),
+        default=5.0,
+        help="time limit of each measurement (default 5)",
+    )
     parser.add_argument("--block-size", default="1M", help="read size (default 1M)")
     parser.add_argument(
         "--sequential-bytes", default="1G", help="how much of the largest files the sequential test reads (default 1G)"
     )
     parser.add_argument(
         "--small-files",
-        type=int,
+        type=cli_types.count,
         default=4000,
         help="how many small files the small-file test reads, at most (default 4000)",
     )

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from supplyline import cli_types
 from supplyline.errors import UserError
 
 if TYPE_CHECKING:  # the command module stays light: torch loads only when a job runs
@@ -23,8 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out", default="supplyline-report", metavar="DIR", help="where to write the report (default: %(default)s)"
     )
-    p.add_argument("--steps", type=int, metavar="N", help="stop the job cleanly after N observed training steps")
-    p.add_argument("--seconds", type=float, metavar="T", help="stop the job cleanly after T seconds of training")
+    p.add_argument(
+        "--steps", type=cli_types.count, metavar="N", help="stop the job cleanly after N observed training steps"
+    )
+    p.add_argument(
+        "--seconds", type=cli_types.seconds, metavar="T", help="stop the job cleanly after T seconds of training"
+    )
     p.add_argument(
         "--no-what-if",
         dest="what_if",

@@ -13,6 +13,7 @@ from types import FrameType
 
 import psutil
 
+from supplyline import cli_types
 from supplyline.analyze.oscillation import detect_oscillation
 from supplyline.collect.sampler import Monitor, open_for_writing
 from supplyline.collect.summary import metric_series
@@ -24,11 +25,15 @@ HELP = "live CPU, memory, disk, GPU and process-tree monitor; with a command, fo
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    parser.add_argument(
+        "--interval", type=cli_types.seconds, default=1.0, metavar="S", help="seconds between samples (default 1)"
+    )
     parser.add_argument("--log", metavar="FILE.jsonl", help="write every sample as one JSON line (flushed each sample)")
     parser.add_argument("--csv", metavar="FILE", help="write host metrics and process-tree totals as CSV columns")
     parser.add_argument("--pid", type=int, metavar="PID", help="watch this process and its descendants until it exits")
-    parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (host or --pid mode)")
+    parser.add_argument(
+        "--duration", type=cli_types.seconds, metavar="S", help="stop after S seconds (host or --pid mode)"
+    )
     # dest is not "command": the top-level parser keeps the sub-command's name there.
     parser.add_argument(
         "run_command",

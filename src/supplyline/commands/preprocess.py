@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from supplyline import cli_types
 from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
 
@@ -23,17 +24,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "e.g. mydata:train_set or path/to/data.py:train_set",
     )
     parser.add_argument(
-        "--samples", type=int, default=100, help="samples to time (default 100, spread over the dataset)"
+        "--samples", type=cli_types.count, default=100, help="samples to time (default 100, spread over the dataset)"
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=cli_types.count_or_zero,
         default=2,
         help="DataLoader workers to profile in, and threads/processes for the GIL check (default 2; 0: skip workers)",
     )
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=cli_types.count,
         default=None,
         help="batch size for collate/transfer (default: the DataLoader's, else 32)",
     )

@@ -6,6 +6,7 @@ import argparse
 
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TransferSpeedColumn
 
+from supplyline import cli_types
 from supplyline.console import progress_bar, stdout_console
 from supplyline.errors import UserError
 
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--margin",
-        type=float,
+        type=cli_types.fraction,
         default=0.10,
         help="free space to keep beyond the dataset's size, as a fraction (default 0.10)",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from supplyline import cli_types
 from supplyline.errors import UserError
 
 NAME = "tune"
@@ -18,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Dataset, or a callable returning a Dataset or a DataLoader (its settings "
         "become the baseline; its collate_fn and sampler are kept)",
     )
-    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the DataLoader's, else 64)")
+    parser.add_argument(
+        "--batch-size", type=cli_types.count, default=None, help="batch size (default: the DataLoader's, else 64)"
+    )
     parser.add_argument(
         "--batch-sizes",
         type=_int_list,
@@ -27,12 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also search these batch sizes, compared in samples/s",
     )
     parser.add_argument(
-        "--budget", type=float, default=60.0, metavar="SECONDS", help="time to spend measuring (default 60)"
+        "--budget", type=cli_types.seconds, default=60.0, metavar="SECONDS", help="time to spend measuring (default 60)"
     )
     who = parser.add_mutually_exclusive_group()
     who.add_argument(
         "--consumer-ms",
-        type=float,
+        type=cli_types.number(float, minimum=0, maximum=cli_types.DAY_S * 1000, unit="ms"),
         default=None,
         metavar="X",
         help="a synthetic training step of X ms per batch (sleeps: the CPU stays free)",
@@ -45,14 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-memory",
-        type=float,
+        type=cli_types.positive_float,
         default=None,
         metavar="GB",
         help="stop a configuration whose workers' total memory (PSS) exceeds this",
     )
     parser.add_argument(
         "--max-workers",
-        type=int,
+        type=cli_types.count_or_zero,
         default=None,
         metavar="N",
         help="highest num_workers to try (default 8 x cores, at most 64)",
