@@ -11,11 +11,12 @@ lose the last queued lines.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from logging.handlers import QueueHandler, QueueListener
 from types import TracebackType
 
@@ -37,15 +38,16 @@ class AsyncLogging:
         # SimpleQueue.put is one C call, so a SIGTERM handler interrupting the training thread
         # mid-log can still enqueue the listener's stop sentinel without deadlocking on a lock.
         self.queue: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
-        self.queue_handler = QueueHandler(self.queue)
+        self.queue_handler = _StoppableQueueHandler(self.queue)
         self.listener = QueueListener(self.queue, *handlers, respect_handler_level=True)
         self._stopped = False
 
     def start(self) -> AsyncLogging:
         self.listener.start()
-        for handler in self._detached:
-            self.logger.removeHandler(handler)
-        self.logger.addHandler(self.queue_handler)
+        # One swap, never a moment without handlers: with none, module-level logging.info()
+        # calls basicConfig() and leaves a stray stderr handler on the root.
+        kept = [h for h in self.logger.handlers if h not in self._detached]
+        _swap_handlers(self.logger, [*kept, self.queue_handler])
         _exit.register(self.stop)
         return self
 
@@ -56,16 +58,25 @@ class AsyncLogging:
     def stop(self) -> None:
         """Write out every queued record, stop the listener and restore the original handlers.
 
-        Safe to call more than once; called for you at exit and on SIGTERM.
+        Safe to call more than once, and while other threads still log: no record is lost.
+        Called for you at exit and on SIGTERM.
         """
         if self._stopped:
             return
         self._stopped = True
         _exit.unregister(self.stop)
-        self.logger.removeHandler(self.queue_handler)
+        # The original handlers go back in the same swap that takes the queue handler off, so
+        # a thread logging now reaches one or the other. A thread that read the old handler
+        # list a moment ago may still call the queue handler: from here on it writes through
+        # directly instead of queueing behind the listener's stop sentinel.
+        kept = [h for h in self.logger.handlers if h is not self.queue_handler]
+        _swap_handlers(self.logger, [*kept, *(h for h in self._detached if h not in kept)])
+        self.queue_handler.acquire()  # waits for an enqueue in progress on another thread
+        try:
+            self.queue_handler.direct = self.listener.handle
+        finally:
+            self.queue_handler.release()
         self.listener.stop()  # enqueues a sentinel and joins: every earlier record is handled
-        for handler in self._detached:
-            self.logger.addHandler(handler)
         for handler in self.handlers:
             handler.flush()
         with _active_lock:
@@ -79,6 +90,49 @@ class AsyncLogging:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class _StoppableQueueHandler(QueueHandler):
+    """Queues records until the listener stops; after that, hands them to the handlers directly."""
+
+    def __init__(self, q: queue.SimpleQueue[logging.LogRecord]) -> None:
+        super().__init__(q)
+        self.direct: Callable[[logging.LogRecord], None] | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        direct = self.direct
+        if direct is None:
+            super().emit(record)
+        else:
+            direct(record)  # the listener's own dispatch: same handler levels, same formatting
+
+
+def _swap_handlers(logger: logging.Logger, handlers: list[logging.Handler]) -> None:
+    """Replace ``logger``'s handler list in one assignment. Logger.callHandlers iterates the list
+    it read, so a thread mid-log sees the old list or the new one, never a half-edited one."""
+    with _logging_lock():
+        logger.handlers = handlers
+
+
+@contextlib.contextmanager
+def _logging_lock() -> Iterator[None]:
+    """logging's module lock, which addHandler/removeHandler also take (private: its name differs
+    between Python versions, hence the fallbacks)."""
+    acquire = getattr(logging, "_acquireLock", None)
+    release = getattr(logging, "_releaseLock", None)
+    if acquire is not None and release is not None:
+        acquire()
+        try:
+            yield
+        finally:
+            release()
+        return
+    lock = getattr(logging, "_lock", None)
+    if lock is None:
+        yield
+        return
+    with lock:
+        yield
 
 
 def async_logging(
