@@ -119,12 +119,23 @@ def list_checkpoints(directory: str, prefix: str) -> list[tuple[int, str]]:
 
 
 def prune(directory: str, prefix: str, keep_last: int) -> None:
-    """Remove all but the newest ``keep_last`` checkpoints; never one a pointer names."""
+    """Remove all but the ``keep_last`` most recently written checkpoints; never one a pointer names.
+
+    Newest by write time, not by step number: a run restarted from step 1 in the same folder
+    must keep its own new checkpoints, not the higher-numbered ones an earlier run left behind.
+    """
     protected = {info["name"] for info in (read_pointer(directory, p) for p in POINTERS) if info}
-    finished = list_checkpoints(directory, prefix)
+    finished = sorted(list_checkpoints(directory, prefix), key=lambda found: (_mtime_ns(directory, found[1]), found[0]))
     for _, name in finished[: max(0, len(finished) - keep_last)]:
         if name not in protected:
             remove_path(os.path.join(directory, name))
+
+
+def _mtime_ns(directory: str, name: str) -> int:
+    try:
+        return os.stat(os.path.join(directory, name)).st_mtime_ns
+    except OSError:
+        return 0  # vanished meanwhile: first in line, and removing it again is harmless
 
 
 def remove_stale_temps(directory: str, prefix: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
@@ -23,6 +24,7 @@ _callbacks: list[Callable[[], None]] = []
 _atexit_installed = False
 _sigterm_installed = False
 _previous_sigterm: Any = signal.SIG_DFL
+_failed: list[str] = []  # why the process must not exit 0, said by a callback at exit
 
 
 def register(callback: Callable[[], None]) -> None:
@@ -32,9 +34,38 @@ def register(callback: Callable[[], None]) -> None:
         if callback not in _callbacks:
             _callbacks.append(callback)
         if not _atexit_installed:
-            atexit.register(run_all)
+            atexit.register(_at_interpreter_exit)
             _atexit_installed = True
     _install_sigterm()
+
+
+def fail_exit(reason: str) -> None:
+    """From a callback at exit: the process must end with a non-zero status (e.g. the final
+    checkpoint was not written), even if the script itself ended normally."""
+    _failed.append(reason)
+
+
+def _at_interpreter_exit() -> None:
+    """The atexit hook: run the callbacks, then turn a clean exit into status 1 if one failed.
+
+    atexit cannot change the exit status, so the only way is ``os._exit(1)`` once everything
+    ours has run; logging is shut down and the standard streams flushed first, since os._exit
+    skips the clean-up still to come. A script that already failed with an uncaught exception
+    (``sys.last_value`` is set) keeps its own status 1 and clean-up. A script that called
+    ``sys.exit(k)`` cannot be told apart from a clean end here and also exits 1.
+    """
+    run_all()
+    if not _failed or hasattr(sys, "last_value"):
+        return
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(1)
 
 
 def unregister(callback: Callable[[], None]) -> None:

@@ -221,6 +221,8 @@ class AsyncCheckpointer:
             log.error("%s", message)
             if not logging.getLogger().handlers:
                 os.write(2, f"supplyline: {message}\n".encode())
+            # A pipeline must not believe the final checkpoint exists: the process fails.
+            _exit.fail_exit(message)
 
     def __enter__(self) -> AsyncCheckpointer:
         return self
