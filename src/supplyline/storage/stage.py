@@ -9,19 +9,21 @@ is always complete. A marker file records what was staged, for ``--cleanup`` and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import psutil
 
 from supplyline.atomic import atomic_write_json
 from supplyline.errors import UserError
 from supplyline.storage.disk.location import MEMORY_FS, locate
-from supplyline.storage.files import Walk, walk
+from supplyline.storage.files import FileEntry, Walk, walk
 from supplyline.units import human_bytes
 
 MARKER = ".supplyline-stage.json"
@@ -96,8 +98,9 @@ def stage(src: str, dst: str, margin: float, force: bool, advance: Callable[[int
             raise UserError(f"{dst} exists and was not made by supplyline stage; choose another DST")
         if not force:
             raise UserError(f"{dst} holds an older or different staged copy; --force replaces it")
+    remove_stale_partials(dst)  # a killed stage's copy would hold RAM for good, and count against the fit
     check_fits(result.total_bytes, dst, margin)
-    tmp = os.path.join(os.path.dirname(dst), f".{os.path.basename(dst)}.partial-{os.getpid()}")
+    tmp = _partial_path(dst, os.getpid())
     try:
         hashes = _copy(result, tmp, advance)
         _verify(tmp, hashes)
@@ -110,6 +113,8 @@ def stage(src: str, dst: str, margin: float, force: bool, advance: Callable[[int
         os.replace(tmp, dst)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, SourceChanged):
+            raise UserError(f"{exc}; removed the partial copy, nothing staged — rerun once SRC is stable") from exc
         if isinstance(exc, OSError):
             raise UserError(f"cannot stage into {dst}: {exc.strerror or exc}; removed the partial copy") from exc
         if isinstance(exc, KeyboardInterrupt):
@@ -127,15 +132,72 @@ def _copy(result: Walk, tmp: str, advance: Callable[[int], None]) -> dict[str, s
         target = os.path.join(tmp, f.rel)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         h = hashlib.sha256()
-        with open(f.path, "rb") as src_fh, open(target, "wb") as dst_fh:
-            for block in iter(lambda: src_fh.read(CHUNK), b""):
+        src_fh = _open_source(f)
+        with src_fh, open(target, "wb") as dst_fh:
+            for block in iter(functools.partial(_read_source, f, src_fh), b""):
                 h.update(block)
                 dst_fh.write(block)
                 copied += len(block)
                 advance(copied)
-        shutil.copystat(f.path, target)
+        try:
+            shutil.copystat(f.path, target)
+        except FileNotFoundError as exc:
+            raise SourceChanged(f"{f.rel} vanished from SRC while it was being copied") from exc
         hashes[f.rel] = h.hexdigest()
     return hashes
+
+
+class SourceChanged(Exception):
+    """A source file vanished or failed to read mid-copy: a problem with SRC, not with DST."""
+
+
+def _open_source(f: FileEntry) -> BinaryIO:
+    try:
+        return open(f.path, "rb")
+    except FileNotFoundError as exc:
+        raise SourceChanged(f"{f.rel} vanished from SRC while it was being copied") from exc
+    except OSError as exc:
+        raise SourceChanged(f"cannot read {f.rel} in SRC: {exc.strerror or exc}") from exc
+
+
+def _read_source(f: FileEntry, fh: BinaryIO) -> bytes:
+    try:
+        return fh.read(CHUNK)
+    except OSError as exc:
+        raise SourceChanged(f"cannot read {f.rel} in SRC: {exc.strerror or exc}") from exc
+
+
+def _partial_path(dst: str, pid: int) -> str:
+    return os.path.join(os.path.dirname(dst), f".{os.path.basename(dst)}.partial-{pid}")
+
+
+def remove_stale_partials(dst: str) -> list[str]:
+    """Remove the partial copies of DST left by a stage that was killed (its PID is gone).
+
+    A partial of a stage still running (another terminal) is left alone. Returns what was removed.
+    """
+    parent, prefix = os.path.dirname(dst), f".{os.path.basename(dst)}.partial-"
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return []
+    removed = []
+    for name in entries:
+        pid_text = name[len(prefix) :] if name.startswith(prefix) else ""
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
+            shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
+            removed.append(os.path.join(parent, name))
+    return removed
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _verify(tmp: str, hashes: dict[str, str]) -> None:
@@ -149,9 +211,11 @@ def _verify(tmp: str, hashes: dict[str, str]) -> None:
 
 
 def cleanup(dst: str) -> bool:
-    """Remove a staged copy; False when there was nothing at DST. Refuses folders it did not make."""
+    """Remove a staged copy and any partial copies left by killed stages; False when there was
+    nothing at DST. Refuses folders it did not make."""
+    partials = remove_stale_partials(dst)
     if not os.path.exists(dst):
-        return False
+        return bool(partials)
     if _read_marker(dst) is None:
         raise UserError(f"{dst} was not made by supplyline stage; not removing it")
     shutil.rmtree(dst)
