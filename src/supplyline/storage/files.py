@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass, field
 
 from supplyline.errors import UserError
+from supplyline.storage.disk.location import pseudo_fs_of
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,13 @@ def walk(path: str) -> Walk:
     if not os.path.lexists(path):
         raise UserError(f"{path} does not exist")
     root = os.path.abspath(path)
+    pseudo = pseudo_fs_of(root)
+    if pseudo is not None:
+        fs_type, mount_point = pseudo
+        raise UserError(
+            f"{path} is on {mount_point} ({fs_type}), a view of the kernel, not storage: "
+            "its files have no real size or disk behind them; point at a dataset directory"
+        )
     result = Walk(root=root)
     if not os.path.isdir(root):
         _add_entry(result, root, os.path.basename(root))

@@ -18,6 +18,7 @@ from supplyline.units import human_bytes
 
 LARGE_FILE = 8 << 20  # files at least this big count as "large" for the sequential test
 TESTS = ("sequential", "small_files", "metadata")
+MIN_JUDGE_BYTES = 64 << 10  # below this a dataset's reads take microseconds: no rate means anything
 
 
 @dataclass
@@ -68,6 +69,14 @@ def survey(path: str, options: Options) -> DiskReport:
     if not result.files:
         extra = f" ({len(result.unreadable)} unreadable entries)" if result.unreadable else ""
         raise UserError(f"{path} holds no readable files{extra}")
+    if result.total_bytes < MIN_JUDGE_BYTES:
+        raise UserError(
+            f"{path} holds {len(result.files)} file{'s' if len(result.files) != 1 else ''} of "
+            f"{human_bytes(result.total_bytes)} in all: too little to judge storage by (reads that small "
+            f"finish in microseconds, so any rate is noise); point at the whole dataset "
+            f"(at least {human_bytes(MIN_JUDGE_BYTES)})"
+        )
+    _check_probe_dir(options.probe_dir, result.root)
     files = [(f.path, f.size) for f in result.files]
     return DiskReport(
         path=path,
@@ -155,6 +164,22 @@ def measure(report: DiskReport, progress: ProgressFn) -> DiskReport:
         if probe:
             _unlink(probe)
     return report
+
+
+def _check_probe_dir(probe_dir: str | None, root: str) -> None:
+    """The probe file stands in for the dataset's storage, so it must sit on the same file system."""
+    if probe_dir is None:
+        return
+    if not os.path.isdir(probe_dir):
+        raise UserError(f"--probe-dir {probe_dir} is not a directory")
+    dataset_dir = root if os.path.isdir(root) else os.path.dirname(root)
+    if os.stat(probe_dir).st_dev != os.stat(dataset_dir).st_dev:
+        here, there = locate(probe_dir), locate(dataset_dir)
+        raise UserError(
+            f"--probe-dir {probe_dir} is on {here.mount_point} ({here.fs_type}), not on the dataset's "
+            f"file system {there.mount_point} ({there.fs_type}): the probe would measure other storage; "
+            "choose a directory next to the dataset"
+        )
 
 
 def _take_bytes(files: list[tuple[str, int]], budget: int) -> list[tuple[str, int]]:

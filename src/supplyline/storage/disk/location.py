@@ -33,6 +33,28 @@ NETWORK_FS = {
     "pvfs2",
 }
 MEMORY_FS = {"tmpfs", "ramfs", "devtmpfs"}
+# Views of the kernel, not storage: their files have no size (st_size 0 or 4096), reads are
+# generated on the fly, and O_DIRECT or page-cache questions have no meaning there.
+PSEUDO_FS = {
+    "proc",
+    "sysfs",
+    "devpts",
+    "cgroup",
+    "cgroup2",
+    "debugfs",
+    "tracefs",
+    "securityfs",
+    "configfs",
+    "pstore",
+    "bpf",
+    "mqueue",
+    "binfmt_misc",
+    "fusectl",
+    "efivarfs",
+    "nsfs",
+    "autofs",
+    "rpc_pipefs",
+}
 
 
 @dataclass
@@ -84,6 +106,12 @@ def locate(path: str) -> Location:
         ram_available_bytes=psutil.virtual_memory().available,
         shm_free_bytes=shm_free,
     )
+
+
+def pseudo_fs_of(path: str) -> tuple[str, str] | None:
+    """(file system type, mount point) when ``path`` lies on a pseudo file system such as /proc."""
+    mount = _mount_of(os.path.realpath(path))
+    return (mount.fs_type, mount.mount_point) if mount.fs_type in PSEUDO_FS else None
 
 
 def _mount_of(real_path: str) -> _Mount:

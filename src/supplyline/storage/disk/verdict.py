@@ -13,6 +13,8 @@ from supplyline.units import human_bytes
 
 SMALL_AVERAGE = 1 << 20  # a dataset whose median file is below this is a small-file dataset
 PACK_MIN_GAIN = 2.0  # below this, shards are not worth the trouble
+PACK_MIN_FILES = 100  # a handful of files gains nothing from shards, whatever the rates say
+PACK_GAIN_SHOWN_MAX = 20.0  # past this the bytes/s ratio stops predicting: each sample still costs a read
 SHM_MARGIN = 1.10  # the dataset plus 10% must fit in /dev/shm ...
 RAM_SHARE = 0.5  # ... and take at most half the available RAM, which training needs too
 
@@ -65,6 +67,7 @@ def verdict(report: DiskReport) -> list[str]:
         small_cold
         and seq_cold
         and inv.median_file_bytes < SMALL_AVERAGE
+        and inv.files >= PACK_MIN_FILES
         and loc.kind != "memory"
         and seq_cold.mb_per_s >= PACK_MIN_GAIN * small_cold.mb_per_s
     ):
@@ -72,7 +75,7 @@ def verdict(report: DiskReport) -> list[str]:
         lines.append(
             f"{inv.files:,} files averaging {human_bytes(inv.mean_file_bytes)} read cold at "
             f"{rate(small_cold.ops_per_s)} files/s ({gbps(small_cold)}) while large sequential reads reach "
-            f"{gbps(seq_cold)}: pack into shards (`supplyline pack`) — about {gain:.0f}× faster reads expected"
+            f"{gbps(seq_cold)}: pack into shards (`supplyline pack`) — {_gain_text(gain)} faster reads expected"
         )
     if loc.kind != "memory" and loc.shm_free_bytes is not None and inv.total_bytes > 0:
         fits = (
@@ -106,6 +109,10 @@ def verdict(report: DiskReport) -> list[str]:
     if report.interrupted:
         lines.insert(0, "interrupted: the verdict rests on the measurements finished so far")
     return lines
+
+
+def _gain_text(gain: float) -> str:
+    return f"more than {PACK_GAIN_SHOWN_MAX:.0f}×" if gain > PACK_GAIN_SHOWN_MAX else f"about {gain:.0f}×"
 
 
 def _no_problem(report: DiskReport, small_cold: Cell | None, seq_cold: Cell | None) -> str:
