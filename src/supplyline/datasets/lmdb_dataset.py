@@ -7,13 +7,13 @@ fork hangs or crashes them (pytorch/vision#689), and readahead wastes page cache
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from torch.utils.data import Dataset
 
+from supplyline.datasets.manifest import MANIFEST, PackError, load_pack_manifest
 from supplyline.datasets.records import decode_record
 
 
@@ -24,13 +24,9 @@ def _open(path: str) -> Any:
 
 
 def _length(path: str) -> int:
-    manifest = os.path.join(path, "manifest.json")
-    if os.path.exists(manifest):
-        with open(manifest, encoding="utf-8") as fh:
-            info = json.load(fh)
-        if info.get("format") != "lmdb":
-            raise ValueError(f"{path} holds a {info.get('format')} pack; use ShardDataset for it")
-        return int(info["samples"])
+    if os.path.exists(os.path.join(path, MANIFEST)) or not os.path.exists(os.path.join(path, "data.mdb")):
+        # No data.mdb: an interrupted pack, a wrong path, or a webdataset pack; the manifest says which.
+        return int(load_pack_manifest(path, "lmdb")["samples"])
     env = _open(path)  # no manifest: read the count, and close before any worker starts
     try:
         with env.begin() as txn:
@@ -63,8 +59,16 @@ class LMDBDataset(Dataset):
             index += self._length
         if not 0 <= index < self._length:
             raise IndexError(f"index {index} out of range for {self._length} samples")
+        key = b"%010d" % index
         with self._environment().begin(buffers=True) as txn:
-            sample = decode_record(txn.get(b"%010d" % index))
+            value = txn.get(key)
+            if value is None:
+                raise PackError(
+                    f"{self.path}: sample {index} (key {key.decode()}) is missing although the pack "
+                    f"counts {self._length}: the LMDB is damaged or was changed; `supplyline pack --verify` "
+                    "checks it, packing again repairs it"
+                )
+            sample = decode_record(value)
         return self.transform(sample) if self.transform else sample
 
     def __getstate__(self) -> dict[str, Any]:

@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from supplyline.atomic import atomic_write_json
+from supplyline.datasets.manifest import MANIFEST, STATE_DIR
 from supplyline.errors import UserError
 
-STATE_DIR = ".supplyline-pack"
-MANIFEST = "manifest.json"
 _OURS = re.compile(r"^(manifest\.json|\.supplyline-pack|shard-\d{6}\.tar|data\.mdb|lock\.mdb)$")
 
 
