@@ -41,6 +41,21 @@ def atomic_write_json(path: str, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def check_writable(path: str) -> None:
+    """Fail now, in one line, if ``path`` could not be written later: a command that measures for
+    minutes must not lose its results to a typo in the output path at the end."""
+    if os.path.isdir(path):
+        raise UserError(f"cannot write {path}: it is a directory")
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    _silent_unlink(tmp)
+
+
 def _silent_unlink(path: str) -> None:
     try:
         os.unlink(path)

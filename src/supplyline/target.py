@@ -38,6 +38,11 @@ def load_attr(spec: str) -> Any:
         raise UserError(f"cannot import '{module_name}': {exc}") from exc
     except Exception as exc:  # the user's module raised while importing
         raise UserError(f"importing '{module_name}' failed: {type(exc).__name__}: {exc}") from exc
+    except SystemExit as exc:  # a script's top-level code ran: it needs an `if __name__ == "__main__":` guard
+        raise UserError(
+            f"importing '{module_name}' called sys.exit({exc.code}); put the script's top-level code "
+            'under `if __name__ == "__main__":` so that the dataset can be imported'
+        ) from None
     obj: Any = module
     for part in attr_path.split("."):
         if not hasattr(obj, part):

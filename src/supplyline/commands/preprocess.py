@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from supplyline import cli_types
-from supplyline.atomic import atomic_write_json
+from supplyline.atomic import atomic_write_json, check_writable
 from supplyline.errors import UserError
 
 NAME = "preprocess"
@@ -79,6 +79,16 @@ class _RichProgress:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except SystemExit as exc:  # the user's dataset code, not ours: argparse is done
+        raise UserError(
+            f"the code under test called sys.exit({exc.code}) while preprocess ran it (in __getitem__, a "
+            "transform or at import); preprocess needs a dataset that returns items"
+        ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from supplyline.console import progress_bar, stdout_console
     from supplyline.preprocess import Target, profile_dataset
     from supplyline.preprocess.render import render
@@ -91,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     ):
         if value is not None and value < low:
             raise UserError(f"{flag} must be at least {low}, got {value}")
+    for path in (args.json, args.prof):
+        if path:
+            check_writable(path)  # before minutes of profiling, not after
     target = Target.of(load_attr(args.target), args.target)
     with progress_bar() as bar:
         report = profile_dataset(

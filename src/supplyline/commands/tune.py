@@ -96,9 +96,19 @@ def _kept_notes(kwargs: dict[str, Any]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     _check(args)
+    try:
+        return _run(args)
+    except SystemExit as exc:  # the user's dataset or consumer code, not ours: argparse is done
+        raise UserError(
+            f"the code under test called sys.exit({exc.code}) while tune ran it; tune needs a dataset "
+            "that returns items (an exit inside __getitem__ or the consumer stops the measurement)"
+        ) from None
+
+
+def _run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
-    from supplyline.atomic import atomic_write_json
+    from supplyline import atomic
     from supplyline.console import progress_bar, stdout_console
     from supplyline.tune.consumer import make_consumer
     from supplyline.tune.report import print_report, to_json
@@ -106,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
     from supplyline.tune.target import resolve_target
     from supplyline.tune.transfer import run_transfer
 
+    if args.json:
+        atomic.check_writable(args.json)  # before the search, not after it
     consumer = make_consumer(args.consumer_ms, args.consumer)
     target = resolve_target(args.target, args.batch_size)
     batch = target.baseline.batch_size
@@ -136,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             out.print(line)
         document["transfer"] = rows or None
     if args.json:
-        atomic_write_json(args.json, document)
+        atomic.atomic_write_json(args.json, document)
     return 130 if result.interrupted else 0
 
 

@@ -152,19 +152,39 @@ def _load_some(
                     break
                 raise UserError(f"{target.spec} produced no batch of {batch_size}: it is empty") from None
             except Exception as exc:
-                raise dataset_error(target, exc) from exc
+                raise dataset_error(target, exc, batch_size) from exc
             walls.append(time.perf_counter() - w0)
             cpus.append(time.process_time() - c0)
     return walls, cpus, batch
 
 
-def dataset_error(target: TuneTarget, exc: BaseException) -> UserError:
+def dataset_error(target: TuneTarget, exc: BaseException, batch_size: int = 0) -> UserError:
     """A one-line UserError for a dataset that fails, naming the item when we know it."""
     found = item_error_in(exc)
     if found:
         return UserError(f"{target.spec}: {found}")
+    none_at = _first_none_item(target, batch_size)
+    if none_at is not None:
+        return UserError(
+            f"{target.spec}: dataset[{none_at}] returned None, which the DataLoader cannot batch; return a "
+            "sample, or drop bad items with a collate_fn that filters out None"
+        )
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return UserError(f"loading {target.spec} failed: {type(exc).__name__}: {first}")
+
+
+def _first_none_item(target: TuneTarget, batch_size: int) -> int | None:
+    """Only after a failure: the first index of the first batch whose item is None, if any."""
+    inner = getattr(target.dataset, "dataset", None)
+    if inner is None or target.length is None or "sampler" in target.loader_kwargs:
+        return None
+    for index in range(min(batch_size, target.length)):
+        try:
+            if inner[index] is None:
+                return index
+        except Exception:
+            return None
+    return None
 
 
 def _median(values: list[float]) -> float:

@@ -21,7 +21,7 @@ from supplyline.tune.space import (
     usable_cores,
     worker_ladder,
 )
-from supplyline.tune.target import TuneTarget
+from supplyline.tune.target import TuneTarget, item_deadline
 from supplyline.units import human_duration
 
 # About how many configurations a search measures per batch size, plus the shared stages; the
@@ -77,6 +77,18 @@ def tune(
     options: TuneOptions,
     on_progress: ProgressFn | None = None,
     clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
+    # An item that takes the whole budget cannot be tuned: it fails, named, instead of hanging tune.
+    with item_deadline(options.budget_s):
+        return _tune(target, consumer, options, on_progress, clock)
+
+
+def _tune(
+    target: TuneTarget,
+    consumer: Consumer,
+    options: TuneOptions,
+    on_progress: ProgressFn | None,
+    clock: Callable[[], float],
 ) -> SearchResult:
     cores = usable_cores()
     started = clock()

@@ -3,9 +3,14 @@ sampler and settings, which become the baseline)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from supplyline.errors import UserError
@@ -29,8 +34,55 @@ def item_error_in(exc: BaseException) -> str | None:
     return match.group(0) if match else None
 
 
+class _ItemTimeout(BaseException):
+    """Raised by the alarm into an item that hangs. A BaseException, so that the dataset's own
+    ``except Exception`` cannot swallow it."""
+
+
+# The per-item time limit in this process (the one that runs tune): DataLoader workers have the
+# DataLoader's own timeout, but the probe and num_workers=0 load items in this process, where a
+# hung item would hang tune itself. Set by item_deadline(), read by IndexReportingDataset.
+_deadline: dict[str, Any] = {"seconds": None, "pid": None}
+
+
+@contextlib.contextmanager
+def item_deadline(seconds: float) -> Iterator[None]:
+    """Within this block, an item loaded in this process that takes longer than ``seconds``
+    fails as ``dataset[i] raised TimeoutError``. Only the main thread can take signals, so
+    elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    _deadline.update(seconds=seconds, pid=os.getpid())
+    try:
+        yield
+    finally:
+        _deadline.update(seconds=None, pid=None)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise _ItemTimeout()
+
+
+def _arm() -> float | None:
+    seconds = _deadline["seconds"]
+    if seconds is None or _deadline["pid"] != os.getpid() or threading.current_thread() is not threading.main_thread():
+        return None
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return float(seconds)
+
+
+def _disarm(armed: float | None) -> None:
+    if armed is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 class IndexReportingDataset:
-    """Wraps a map-style dataset so that a failing item names its index.
+    """Wraps a map-style dataset so that a failing item names its index, and so that an item
+    that hangs (in this process, see item_deadline) or calls sys.exit() fails with its index too.
 
     Defined here, at module level, so that spawn-started workers can unpickle it.
     """
@@ -42,22 +94,43 @@ class IndexReportingDataset:
         return len(self.dataset)
 
     def __getitem__(self, index: int) -> Any:
+        armed = _arm()
         try:
             return self.dataset[index]
+        except _ItemTimeout:
+            raise DatasetItemError(
+                f"dataset[{index}] raised TimeoutError: no item after {armed:g} s (a hung read or lock?)"
+            ) from None
+        except SystemExit as exc:
+            raise DatasetItemError(
+                f"dataset[{index}] raised SystemExit: the dataset called sys.exit({exc.code})"
+            ) from None
         except Exception as exc:
             raise DatasetItemError(f"dataset[{index}] raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            _disarm(armed)
 
     def __getitems__(self, indices: list[int]) -> list[Any]:
         # Keeps a user's batched fetch (PyTorch's fetcher calls __getitems__ when it exists).
         batched = getattr(self.dataset, "__getitems__", None)
         if not batched:
             return [self[i] for i in indices]
+        armed = _arm()
         try:
             return list(batched(indices))
-        except Exception:
+        except _ItemTimeout:
+            first = indices[0] if indices else 0
+            raise DatasetItemError(
+                f"dataset[{first}] raised TimeoutError: no batch from __getitems__ after {armed:g} s"
+            ) from None
+        except (Exception, SystemExit):
+            _disarm(armed)
+            armed = None
             for i in indices:  # only on failure: find the item to name it
                 self[i]
             raise
+        finally:
+            _disarm(armed)
 
 
 @dataclass
