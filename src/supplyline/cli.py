@@ -54,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a bad argument (already said in one line)
+        return exc.code if isinstance(exc.code, int) else 2 if exc.code else 0
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

@@ -13,7 +13,7 @@ from supplyline.units import human_bytes
 
 SMALL_AVERAGE = 1 << 20  # a dataset whose median file is below this is a small-file dataset
 PACK_MIN_GAIN = 2.0  # below this, shards are not worth the trouble
-PACK_MIN_FILES = 100  # a handful of files gains nothing from shards, whatever the rates say
+PACK_MIN_FILES = 10  # a handful of files gains nothing from shards, whatever the rates say
 PACK_GAIN_SHOWN_MAX = 20.0  # past this the bytes/s ratio stops predicting: each sample still costs a read
 SHM_MARGIN = 1.10  # the dataset plus 10% must fit in /dev/shm ...
 RAM_SHARE = 0.5  # ... and take at most half the available RAM, which training needs too
