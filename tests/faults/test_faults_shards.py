@@ -156,7 +156,7 @@ def test_interrupted_pack_says_so_and_a_rerun_finishes_it(tmp_path):
         pytest.skip("the pack finished before it could be killed")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
-    with pytest.raises(PackError, match="interrupted pack .* rerun the same `supplyline pack`"):
+    with pytest.raises(PackError, match=r"interrupted pack .* rerun the same `supplyline pack`"):
         ShardDataset(dst)
     done = supplyline(args)
     assert done.returncode == 0, done.stderr
