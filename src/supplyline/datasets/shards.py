@@ -32,7 +32,7 @@ def iter_tar_members(fh: BinaryIO, name: str | None = None) -> Iterator[tuple[st
     per member — about 0.36 GB/s for 100 KB samples here, whether the shard is cached or not, so
     reading shards would be CPU-bound. Parsing the 512-byte headers directly keeps it I/O-bound.
     """
-    shard = name or getattr(fh, "name", "shard")
+    shard: str = name or str(getattr(fh, "name", "shard"))
     long_name: str | None = None
     offset = 0
     while True:
