@@ -55,7 +55,7 @@ def test_a_small_real_run_recommends_workers_for_waiting_items(cli, ds_env: dict
         (["tune_ds:empty"], "tune_ds:empty is empty"),
         (["tune_ds:raises", "--batch-size", "10"], "tune_ds:raises: dataset[37] raised ValueError: corrupt record"),
         (["tune_ds:slow", "--batch-size", "4", "--budget", "1"], "--budget 1s is too small to measure anything"),
-        (["tune_ds:sleepy", "--budget", "0"], "--budget must be more than 0 seconds"),
+        (["tune_ds:sleepy", "--budget", "0"], "--budget: must be more than 0 seconds"),
     ],
 )
 def test_bad_input_is_one_line_and_nonzero(
