@@ -20,7 +20,7 @@ from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
 from supplyline.analyze.verdict import Verdict, verdict
-from supplyline.collect.events import LoaderInfo, TransferStats
+from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
 from supplyline.typed import to_plain
@@ -131,6 +131,7 @@ class Trial:
     baseline_steps_per_s: float | None = None
     trial_steps_per_s: float | None = None
     startup_s: float | None = None  # worker start-up of the tried loader, kept out of the rate
+    segments: list[TrialSegment] = field(default_factory=list)  # candidates, or the A/B stretches
 
     @property
     def quote(self) -> str:
@@ -285,6 +286,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             t.baseline_steps_per_s,
             t.trial_steps_per_s,
             t.startup_s,
+            t.segments,
         )
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup
