@@ -118,7 +118,7 @@ def test_report_quotes_the_trial_in_the_verdict_and_the_top_finding():
         ],
     )
     report = build_report(record)
-    (trial,) = report.trials
+    assert len(report.trials) == 1
     top = report.findings[0]
     assert top.check == "dataloader" and top.measured_speedup == 1.48
     quote = f"measured 1.48× in a 40-step trial with num_workers=2, prefetch_factor=4; predicted {top.expected_speedup:.1f}×"
