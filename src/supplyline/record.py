@@ -26,6 +26,7 @@ from supplyline.collect.events import (
     SamplerInfo,
     SaveEvent,
     TransferStats,
+    TrialsInfo,
 )
 from supplyline.errors import UserError
 from supplyline.typed import ShapeError, from_plain, to_plain
@@ -103,6 +104,8 @@ class RunRecord:
     # On CUDA: the per-step CUDA events and host phase intervals GPU idle time is attributed from
     # (None in records written before it existed, or by a session that did not try).
     gpu_timeline: GpuTimeline | None = None
+    # The doctor's fix trials (steps labelled 2 in ``steps.whatif``); empty in records from before them.
+    trials: TrialsInfo = field(default_factory=TrialsInfo)
 
     def to_dict(self) -> dict[str, Any]:
         return to_plain(self)  # a dataclass always becomes a dict
@@ -144,7 +147,7 @@ class RunRecord:
 
     @cached_property
     def observed_steps(self) -> list[int]:
-        """Indices of the steps that ran unchanged (not what-if replays)."""
+        """Indices of the steps that ran unchanged (not what-if replays, not fix trials)."""
         return [i for i, w in enumerate(self.steps.get("whatif", [])) if not w]
 
     @property

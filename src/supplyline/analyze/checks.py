@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine
+from supplyline.analyze.capacity import Pipeline, batch_rate, explain
 from supplyline.analyze.gpu_idle import GpuIdleResult
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.speedup import InputModel, input_speedup, removal_speedup
@@ -26,6 +27,7 @@ CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint"
 Severity = Literal["high", "medium", "low"]
 INPUT_CHECKS: frozenset[CheckName] = frozenset({"dataloader", "storage", "preprocessing"})
 MIN_SHARE = 0.05  # below 5% of step time a phase is not worth a finding
+MIN_PROMISE = 1.05  # a predicted speed-up below this is no promise: the finding says "no gain expected"
 SEVERITY_RANK: dict[Severity, int] = {"high": 0, "medium": 1, "low": 2}
 
 
@@ -37,6 +39,7 @@ class Finding:
     evidence: str
     fix: str
     expected_speedup: float | None
+    measured_speedup: float | None = None  # from the doctor's fix trial, when one ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,6 +127,55 @@ def _where(lines: list[SourceLine]) -> str:
     return f" — {os.path.basename(top.file)}:{top.line} `{top.code}` ({top.share_of_step_time * 100:.0f}% of step time)"
 
 
+def input_pipeline(ev: Evidence) -> Pipeline | None:
+    """The input pipeline's per-batch costs as this run measured them, for the capacity model."""
+    b, record, loader = ev.breakdown, ev.record, ev.supply.loader
+    bps = b.batches_per_step
+    if loader is None or not bps or not b.step_s_median:
+        return None
+    nw, w = loader.num_workers, record.whatif
+    wait_s = b.step_s_median * b.phase_share[P.DATA_WAIT]
+    step_wall = (w.compute_only_step_s if w.ran and w.compute_only_step_s else b.step_s_median - wait_s) / bps
+    if w.ran and w.loader_only_batches_per_s:
+        batch_wall = max(nw, 1) / w.loader_only_batches_per_s
+    elif nw == 0:
+        batch_wall = wait_s / bps
+    else:
+        return None
+    observed = record.observed_steps
+    cpu = [record.steps["cpu_s"][i] for i in observed] if "cpu_s" in record.steps else []
+    wait_cpu = [record.steps[f"{P.DATA_WAIT}_cpu_s"][i] for i in observed] if cpu else []
+    step_cpu = max(sum(cpu) - sum(wait_cpu), 0.0) / len(cpu) / bps if cpu else step_wall
+    # A fetch stall leaves workers idle while they wait on reads; a prep stall keeps them on the CPU.
+    batch_cpu = 0.1 * batch_wall if ev.supply.stall == "fetch" else batch_wall
+    return Pipeline(
+        cores=record.host.cpu_count,
+        batch_wall_s=batch_wall,
+        batch_cpu_s=batch_cpu,
+        step_wall_s=min(step_wall, batch_wall * 1e3),
+        step_cpu_s=min(step_cpu, step_wall),
+        batch_bytes=float(loader.batch_bytes or 0),
+    )
+
+
+def _capacity(ev: Evidence, before: int, after: int) -> tuple[str, float | None]:
+    """Which resource caps the rate when more workers stop helping, and the model's own gain."""
+    p = input_pipeline(ev)
+    if p is None:
+        return "", None
+    top = max(after, before, 2 * p.cores) * (2 if ev.supply.stall == "fetch" else 1)
+    why = explain(p, list(range(0, int(top) + 1)))
+    now = batch_rate(p, before)
+    return (f" {why[0].upper()}{why[1:]}." if why else ""), (batch_rate(p, after) / now if now else None)
+
+
+def _promise(gain: float, capacity_gain: float | None) -> float | None:
+    """A gain in the wrong direction is never promised: under ``MIN_PROMISE`` by either model, none."""
+    if gain < MIN_PROMISE or (capacity_gain is not None and capacity_gain < MIN_PROMISE):
+        return None
+    return gain
+
+
 def input_check(ev: Evidence) -> list[Finding]:
     b, sig, record = ev.breakdown, ev.supply, ev.record
     judged = judged_share(ev, P.DATA_WAIT)
@@ -151,24 +203,30 @@ def input_check(ev: Evidence) -> list[Finding]:
     where = _where(b.data_wait_lines)
     if sig.stall == "fetch":
         more = fetch_stall_workers(nw, cores)
-        gain = input_speedup(model, nw, more, scales_past_cores=True)
+        cap, capacity_gain = _capacity(ev, nw, more)
+        gain = _promise(input_speedup(model, nw, more, scales_past_cores=True), capacity_gain)
         fix = (
             f"Reads are latency-bound: raise num_workers beyond the core count (try "
             f"DataLoader(..., num_workers={more}, prefetch_factor=4)), pack small files into shards "
             f"(`supplyline pack`), or stage the dataset in RAM (`supplyline stage`); diagnose the storage "
             f"with `supplyline disk DATA_DIR`."
         )
+        if gain is None:
+            fix = f"No gain expected from more workers here.{cap} " + fix
         ev_text = base + where + ": workers are idle while the trainer waits, so they wait on reads (fetch stall)"
         return [Finding("storage", severity(share), share, ev_text, fix, gain)]
     out: list[Finding] = []
     suggested = prep_stall_workers(nw, cores)
-    gain = input_speedup(model, nw, max(suggested, nw), scales_past_cores=False)
+    cap, capacity_gain = _capacity(ev, nw, max(suggested, nw))
+    gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
     persistent = "" if loader.persistent_workers or nw == 0 else ", persistent_workers=True"
     if nw == 0 or nw < cores:
         fix = (
             f"Load batches in parallel: DataLoader(..., num_workers={suggested}{persistent}, prefetch_factor=4). "
-            f"The per-sample work then runs in {suggested} processes beside the training step." + tune
+            f"The per-sample work then runs in {suggested} processes beside the training step.{cap}" + tune
         )
+        if gain is None:
+            fix = f"No gain expected from more workers: the input side is not what holds the step.{cap}" + tune
         out.append(Finding("dataloader", severity(share), share, base + where, fix, gain))
     if sig.stall in ("prep", "mixed") or (nw >= cores and sig.stall != "fetch"):
         pshare = share if not out else share * 0.5

@@ -20,7 +20,7 @@ from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
 from supplyline.analyze.verdict import Verdict, verdict
-from supplyline.collect.events import LoaderInfo, TransferStats
+from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
 from supplyline.typed import to_plain
@@ -118,6 +118,33 @@ class Utilization:
 
 
 @dataclass
+class Trial:
+    """A fix the doctor tried on the running job, and the gain it measured against the prediction."""
+
+    fix: str  # the finding's check
+    settings: dict[str, Any]
+    steps: int  # trial steps with the fix (real optimizer updates)
+    predicted_speedup: float | None
+    measured_speedup: float | None
+    spread: list[float]  # [low, high] of the measured speed-up
+    note: str
+    baseline_steps_per_s: float | None = None
+    trial_steps_per_s: float | None = None
+    startup_s: float | None = None  # worker start-up of the tried loader, kept out of the rate
+    segments: list[TrialSegment] = field(default_factory=list)  # candidates, or the A/B stretches
+
+    @property
+    def quote(self) -> str:
+        """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``."""
+        if self.measured_speedup is None:
+            return ""
+        what = ", ".join(f"{k}={v}" for k, v in self.settings.items() if k != "persistent_workers")
+        with_ = f" with {what}" if what else ""
+        predicted = f"; predicted {self.predicted_speedup:.1f}×" if self.predicted_speedup else ""
+        return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}"
+
+
+@dataclass
 class Report:
     report_version: int
     target: TargetInfo
@@ -137,6 +164,7 @@ class Report:
     outside_steps_s: dict[str, float]
     utilization: Utilization
     notes: list[str]
+    trials: list[Trial]
     # Derived series the renderers plot; not part of report.json.
     breakdown: Breakdown = field(repr=False, metadata={"json": False})
     # On CUDA: how long the GPU itself waited for the host; left out of report.json when not measured.
@@ -167,11 +195,12 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         # Beside the CPU split, not part of it: the shares of the step phases still add up to 1.
         share = share | {P.GPU_IDLE: gpu_section.idle_share}
         ms = ms | {P.GPU_IDLE: gpu_section.idle_ms_per_step or 0.0}
+    trials = _trials(record, findings)
     return Report(
         report_version=REPORT_VERSION,
         target=record.target,
         outcome=OutcomeSummary(**{f.name: getattr(record.outcome, f.name) for f in fields(OutcomeSummary)}),
-        verdict=verdict(b, findings, gpu),
+        verdict=verdict(b, findings, gpu, trials[0].quote if trials and _matches(trials[0], findings) else ""),
         findings=findings,
         steps=_step_stats(b),
         phase_share=share,
@@ -192,6 +221,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         outside_steps_s=record.outside_steps_s,
         utilization=_utilization(record),
         notes=_notes(record, sig),
+        trials=trials,
         breakdown=b,
         gpu_idle=gpu_section,
     )
@@ -238,6 +268,41 @@ def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
     )
 
 
+def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
+    """The record's trials; the finding each one tried quotes its measurement next to its prediction."""
+    out: list[Trial] = []
+    for t in record.trials.trials:
+        finding = next((f for f in findings if f.check == t.fix), None)
+        # The user reads the finding's number: quote that one (the plan-time one when the finding is gone).
+        predicted = finding.expected_speedup if finding is not None else t.predicted_speedup
+        trial = Trial(
+            t.fix,
+            t.settings,
+            t.steps,
+            predicted,
+            t.measured_speedup,
+            t.spread,
+            t.note,
+            t.baseline_steps_per_s,
+            t.trial_steps_per_s,
+            t.startup_s,
+            t.segments,
+        )
+        if finding is not None and trial.quote:
+            finding.measured_speedup = t.measured_speedup
+            startup = f", worker start-up {t.startup_s:.2f} s kept apart" if t.startup_s is not None else ""
+            spread = f" (spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
+            finding.evidence += f"; trial: {trial.quote}{spread}"
+        out.append(trial)
+    # The top finding's trial first: it is the one the verdict quotes.
+    order = {f.check: i for i, f in enumerate(findings)}
+    return sorted(out, key=lambda t: order.get(t.fix, len(order)))
+
+
+def _matches(trial: Trial, findings: list[Finding]) -> bool:
+    return bool(findings) and findings[0].check == trial.fix and bool(trial.quote)
+
+
 def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
     notes = list(record.notes)
     if not record.loaders:
@@ -250,6 +315,9 @@ def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
     tl = record.gpu_timeline
     if tl is not None and not tl.available and record.host.cuda_available and tl.note:
         notes.append(tl.note)  # on CUDA, say why GPU idle is missing; on CPU there is nothing to miss
+    t = record.trials
+    if t.enabled and t.note:
+        notes.append(f"fix trial: {t.note}")
     return notes
 
 

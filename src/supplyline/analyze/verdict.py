@@ -26,10 +26,12 @@ class Verdict:
     sentence: str
 
 
-def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = None) -> Verdict:
-    """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time."""
+def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = None, measured: str = "") -> Verdict:
+    """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time.
+
+    ``measured``: the top finding's trial in words, quoted instead of the bare prediction."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
-        return gpu_verdict(b, findings, gpu)
+        return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
         return Verdict(
             "unknown",
@@ -39,12 +41,7 @@ def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = N
     top = max(P.SUPPLY_SIDE, key=lambda phase: s.get(phase.name, 0.0))
     share = s.get(top.name, 0.0)
     if share >= BOUND_SHARE and top.bound is not None:
-        first = findings[0] if findings else None
-        gain = (
-            f"; fixing it should give about {first.expected_speedup:.1f}× ({first.check})"
-            if first and first.expected_speedup
-            else ""
-        )
+        gain = _gain(findings, measured)
         return Verdict(
             top.bound,
             f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {top.words}{gain}.",
@@ -63,14 +60,16 @@ def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = N
     )
 
 
-def _gain(findings: list[Finding]) -> str:
+def _gain(findings: list[Finding], measured: str = "") -> str:
     first = findings[0] if findings else None
+    if first and measured:
+        return f"; fixing it ({first.check}): {measured}"
     if first and first.expected_speedup:
         return f"; fixing it should give about {first.expected_speedup:.1f}× ({first.check})"
     return ""
 
 
-def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult) -> Verdict:
+def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult, measured: str = "") -> Verdict:
     """The verdict as the GPU saw it: the host side the GPU sat idle for, with the CPU-side share
     beside it. A CPU that waited long for data while the GPU stayed busy (it ran ahead) is not input-bound."""
     s = b.phase_share
@@ -86,7 +85,7 @@ def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult) -> Verd
         return Verdict(
             top.bound or "unknown",
             f"{side.capitalize()}-bound: the GPU sat idle {gpu_share * 100:.0f}% of the time while the training "
-            f"thread was {top.words} (CPU-side: {cpu_share * 100:.0f}% of step time){_gain(findings)}.",
+            f"thread was {top.words} (CPU-side: {cpu_share * 100:.0f}% of step time){_gain(findings, measured)}.",
         )
     own = (g.by_phase.get(P.OTHER, 0.0) + g.by_phase.get(SYNC, 0.0)) / g.wall_s
     if own >= OTHER_SHARE:

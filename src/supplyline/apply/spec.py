@@ -137,6 +137,12 @@ def _from_report(document: dict[str, Any], file: str) -> ApplySpec:
             and entry["recommended"] != entry.get("seen")
         ):
             loader[key] = entry["recommended"]
+    for trial in document.get("trials") or []:
+        # The doctor's trial measured the kept settings on the job itself: they beat the table's guess.
+        if isinstance(trial, dict) and trial.get("fix") in ("dataloader", "storage"):
+            settings = trial.get("settings") or {}
+            if (trial.get("measured_speedup") or 0) >= 1.05 and isinstance(settings, dict):
+                loader = {k: settings[k] for k in LOADER_KEYS if k in settings}
     checks = {f.get("check") for f in document.get("findings") or [] if isinstance(f, dict)}
     spec = ApplySpec(
         loader=loader,

@@ -9,7 +9,7 @@ importing torch. Times are seconds, sizes bytes; the JSON keys are the field nam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from supplyline.collect.samples import Sample
 
@@ -189,3 +189,41 @@ class GpuTimeline:
     syncs: list[SyncPoint] = field(default_factory=list)
     steps_pending: int = 0  # steps whose events had not completed at the end
     intervals_dropped: bool = False  # too many phase intervals to keep: attribution covers the first ones
+
+
+@dataclass
+class TrialSegment:
+    """One stretch of a fix trial: ``A`` ran as the script wrote it, ``B`` with the fix applied."""
+
+    label: str  # "A" (unchanged) or "B" (fix applied); a worker-count candidate is a "B" of its own
+    steps: int  # steps in the segment, the first one included
+    steps_per_s: float | None  # over the steps after the first (start-up and the switch left out)
+    settings: dict[str, Any] = field(default_factory=dict)  # what B applied (a candidate's loader settings)
+    startup_s: float | None = None  # a rebuilt loader's worker start-up up to its first batch
+
+
+@dataclass
+class TrialRecord:
+    """A fix tried on the running job for a labelled phase after the observed steps."""
+
+    fix: str  # the finding's check: dataloader | storage | logging | checkpoint
+    settings: dict[str, Any]  # what the kept trial applied (the fastest candidate for a loader)
+    predicted_speedup: float | None  # the finding's prediction when the trial was planned
+    baseline_steps_per_s: float | None  # unchanged: the observed steps, or the A segments
+    trial_steps_per_s: float | None  # with the fix: the kept candidate, or the B segments
+    measured_speedup: float | None
+    spread: list[float] = field(default_factory=list)  # [low, high] of the measured speed-up
+    steps: int = 0  # trial steps with the fix applied (real optimizer updates)
+    startup_s: float | None = None  # worker start-up of the kept loader, kept out of the rate
+    segments: list[TrialSegment] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class TrialsInfo:
+    """Whether the doctor tried its fixes on the job, and what came of it."""
+
+    enabled: bool = False
+    steps_requested: int = 0
+    note: str = ""  # why no trial ran, or what cut one short
+    trials: list[TrialRecord] = field(default_factory=list)

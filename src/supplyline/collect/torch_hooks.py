@@ -40,14 +40,19 @@ _cpu = time.thread_time
 
 
 class Controller:
-    """What the DataLoader hook does beyond observing: replay, drain, or stop (what-if phases)."""
+    """What the DataLoader hook does beyond observing: replay, drain, or stop (what-if phases), or
+    serve a fix trial's batches (``TRIAL`` with a ``batch_source``; without one, batches pass through)."""
 
-    OBSERVE, REPLAY, DRAIN, STOP = 0, 1, 2, 3
+    OBSERVE, REPLAY, DRAIN, STOP, TRIAL = 0, 1, 2, 3, 4
 
     def __init__(self) -> None:
         self.mode = self.OBSERVE
         self.last_batch: Any = None
         self.drain_handler: Callable[[Any, Callable[[Any], Any]], Any] | None = None
+        self.batch_source: Callable[[Callable[[Any], Any]], Any] | None = None
+
+
+_PASS = object()  # _intercept: let the fetch run as observed
 
 
 class TorchHooks(Patcher):
@@ -69,6 +74,7 @@ class TorchHooks(Patcher):
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
         self.after_backward: Callable[[], float] | None = None
         self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
+        self.loader_objects: dict[int, Any] = {}  # loader id -> the DataLoader, for a fix trial's rebuilt loader
         self.main_module: Any = None  # the script's __main__ while it runs (runpy restores ours after)
         # On CUDA: the per-step CUDA events (collect/cuda_timeline.CudaTimeline); None elsewhere.
         self.timeline: Any = None
@@ -156,6 +162,7 @@ class TorchHooks(Patcher):
         )
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds
+        self.loader_objects[id(loader)] = loader
         self.main_module = sys.modules.get("__main__")
         return info
 
@@ -170,7 +177,9 @@ class TorchHooks(Patcher):
                 t = hooks._iter_started.pop(lid, t)
             counted = clock.fetch_begin(lid, t)
             if counted and ctl.mode != Controller.OBSERVE:
-                return hooks._intercept(it, original)
+                served = hooks._intercept(it, original)
+                if served is not _PASS:
+                    return served
             outer = clock.depth == 0
             if outer:
                 clock.depth, clock.phase = 1, P.DATA_WAIT
@@ -206,8 +215,21 @@ class TorchHooks(Patcher):
             self.clock.add_fetch(True, 0.0, 0.0)
             return ctl.last_batch
         if ctl.mode == Controller.DRAIN and ctl.drain_handler is not None:
-            ctl.drain_handler(it, original)
+            ctl.drain_handler(it, original)  # may begin a fix trial
+        if ctl.mode == Controller.TRIAL:
+            return _PASS if ctl.batch_source is None else self._trial_fetch(original)
         raise StopTraining()
+
+    def _trial_fetch(self, original: Callable[[Any], Any]) -> Any:
+        """A batch from the fix trial's loader, timed as the step's data wait."""
+        clock, source = self.clock, self.ctl.batch_source
+        t = _now()
+        clock.depth, clock.phase = 1, P.DATA_WAIT
+        try:
+            return source(original) if source is not None else _PASS
+        finally:
+            clock.depth, clock.phase = 0, None
+            clock.add_fetch(True, _now() - t, 0.0)
 
     # -- optimizer and backward ---------------------------------------------------------------
     def _hook_optimizers(self) -> None:

@@ -39,6 +39,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--what-if-steps", type=int, default=20, metavar="K", help="steps in each what-if phase (default: %(default)s)"
     )
+    p.add_argument(
+        "--no-try",
+        dest="try_fixes",
+        action="store_false",
+        help="skip the fix trial (after the observed steps, the top findings' fixes applied in-process and measured)",
+    )
+    p.add_argument(
+        "--try-steps",
+        type=int,
+        default=40,
+        metavar="N",
+        help="steps each fix trial runs, shared by its candidates or A/B stretches (default: %(default)s)",
+    )
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
     p.add_argument(
         "--live",
@@ -66,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supplyline.launch import parse_target
 
-    for name in ("steps", "what_if_steps"):
+    for name in ("steps", "what_if_steps", "try_steps"):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1")
@@ -130,7 +143,12 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         what_if=args.what_if,
         what_if_steps=args.what_if_steps,
         rank=rank.to_dict() if rank else None,
+        # The trial needs the job stopped by a limit: it runs in the steps after the observed ones.
+        trials=args.try_fixes and (args.steps is not None or args.seconds is not None),
+        try_steps=args.try_steps,
     )
+    if args.try_fixes and args.steps is None and args.seconds is None:
+        session.trials.note = "not run: the trial follows the observed steps, so it needs --steps N or --seconds T"
     try:
         session.start()
     except Exception as exc:  # never lose the user's run over our hooks: run it plainly instead

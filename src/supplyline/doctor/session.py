@@ -31,10 +31,12 @@ from supplyline.collect.events import (
     MonitorInfo,
     SamplerInfo,
     SyncPoint,
+    TrialsInfo,
 )
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
+from supplyline.doctor.trials import TRIAL_LABEL, TrialRunner, plan_trials
 from supplyline.launch import Outcome, StopTraining
 from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
 
@@ -52,6 +54,8 @@ class DoctorSession:
         sampler_interval_s: float = 0.04,
         rank: dict[str, Any] | None = None,
         timeline: Any = None,
+        trials: bool = False,
+        try_steps: int = 40,
     ) -> None:
         self.target = target
         self.out_dir = out_dir
@@ -70,6 +74,9 @@ class DoctorSession:
         self.notes: list[str] = []
         self.whatif = WhatIfInfo(enabled=what_if, ran=False, note="", steps_requested=what_if_steps)
         self.observed_steps: int | None = None
+        self.trials = TrialsInfo(enabled=trials, steps_requested=try_steps)
+        self.trial = TrialRunner(self.trials)
+        self._before_trial: tuple[int, int] | None = None  # saves and logging calls seen when the trial began
         self.stop_message: str | None = None
         self.t0_unix = time.time()
         self._started = False
@@ -128,6 +135,8 @@ class DoctorSession:
 
     def stop(self, outcome: Outcome) -> RunRecord:
         wall = time.perf_counter() - self.clock.t0
+        if self.trial.active:  # the script ended (or failed) mid-trial: drain the fix, keep what was measured
+            self.trial.finish("the script ended during the trial")
         self.clock.finish()
         gpu_timeline = self._stop_timeline()
         self.hooks.uninstall()
@@ -201,6 +210,8 @@ class DoctorSession:
                 ctl.mode = Controller.REPLAY
                 self.clock.whatif_label = 1.0
                 return
+            if self._begin_trials():  # no what-if phases: the trial follows the observed steps
+                return
             if not self.whatif.enabled:
                 self.whatif.note = "what-if phases off (--no-what-if)"
             else:
@@ -211,6 +222,87 @@ class DoctorSession:
         elif ctl.mode == Controller.REPLAY and self.observed_steps is not None:
             if n >= self.observed_steps + self.what_if_steps:
                 ctl.mode = Controller.DRAIN
+        elif ctl.mode == Controller.TRIAL:
+            self._trial_step()
+
+    # -- fix trials ---------------------------------------------------------------------------
+    def _begin_trials(self) -> bool:
+        """Plan from the findings so far and start the first trial segment; False: none runs."""
+        info = self.trials
+        if not info.enabled:
+            if not info.note:
+                info.note = "fix trials off (--no-try, or not run by the doctor command)"
+            return False
+        if self.rank is not None and int(self.rank.get("world_size", 1)) > 1:
+            info.note = "not run under torchrun: every rank would have to change its loader or writes the same way"
+            return False
+        before = self.ctl.mode
+        try:
+            from supplyline.analyze.report import build_report
+
+            now = self._build_record(Outcome(0, "stopped"), self.clock.elapsed(), self._monitor_snapshot())
+            report = build_report(now)
+            loader = report.dataloader
+            plans = plan_trials(
+                [(f.check, f.expected_speedup) for f in report.findings],
+                report.dataloader_recommended,
+                loader.num_workers if loader else 0,
+                now.host.cpu_count,
+                loader.stall if loader else "",
+                info.steps_requested,
+            )
+            if not plans:
+                info.note = "no finding with a fix the doctor can try in-process"
+                return False
+            observed = [now.steps["duration_s"][i] for i in now.observed_steps]
+            baseline = observed[report.steps.warmup_excluded :]
+            loader_object = self.hooks.loader_objects.get(self.clock.train_loader or -1)
+            self._before_trial = (len(self.hooks.saves), self.hooks.logging_calls)
+            self.clock.whatif_label = TRIAL_LABEL
+            self.ctl.mode = Controller.TRIAL
+            if not self.trial.begin(plans, loader_object, baseline):
+                self.ctl.mode = before
+                return False
+        except Exception as exc:  # a trial is a bonus: its failure is a note, the job stops as it would have
+            self.trial.finish(f"the trial could not start ({type(exc).__name__}: {exc})")
+            info.note = info.note or f"the trial could not start ({type(exc).__name__}: {exc})"
+            self.ctl.mode = before
+            return False
+        self.ctl.batch_source = self._trial_batch if self.trial.wants_batches else None
+        return True
+
+    def _trial_step(self) -> None:
+        try:
+            done = self.trial.on_step(self.clock.steps["duration_s"][-1])
+        except Exception as exc:
+            self.trial.finish(f"the trial stopped early ({type(exc).__name__}: {exc})")
+            done = True
+        if done:
+            self._end_trials()
+        else:
+            self.ctl.batch_source = self._trial_batch if self.trial.wants_batches else None
+
+    def _end_trials(self) -> None:
+        self.ctl.mode = Controller.STOP
+        self.ctl.batch_source = None
+        if self.clock.train_loader is None:
+            raise StopTraining()
+
+    def _trial_batch(self, original: Callable[[Any], Any]) -> Any:
+        try:
+            return self.trial.next_batch(original)
+        except StopIteration:
+            self.trial.finish("the trial's loader reached the end of the epoch")
+        except Exception as exc:  # a worker that cannot start (spawn and an unpicklable dataset...)
+            self.trial.finish(f"the trial's loader failed ({type(exc).__name__}: {exc})")
+        self.ctl.mode, self.ctl.batch_source = Controller.STOP, None
+        raise StopTraining()
+
+    def _monitor_snapshot(self) -> MonitorInfo:
+        info = MonitorInfo(interval_s=self.monitor_interval_s)
+        if self.monitor is not None:
+            info.samples = list(self.monitor.samples)
+        return info
 
     def _limit_reached(self, n: int) -> bool:
         if self.steps_limit is not None and n >= self.steps_limit:
@@ -236,11 +328,12 @@ class DoctorSession:
         if len(measured) >= 3:
             self.whatif.loader_only_batches = len(measured) - 1
             self.whatif.loader_only_batches_per_s = (len(measured) - 1) / (measured[-1] - measured[0])
+        self._begin_trials()  # the real training goes on with the fix, or the hook stops the job
 
     # -- the record ---------------------------------------------------------------------------
     def _build_record(self, outcome: Outcome, wall: float, monitor: MonitorInfo) -> RunRecord:
         steps = self.clock.snapshot()
-        replay = [d for d, w in zip(steps["steps"]["duration_s"], steps["steps"]["whatif"]) if w]
+        replay = [d for d, w in zip(steps["steps"]["duration_s"], steps["steps"]["whatif"]) if w == 1.0]
         if replay:
             self.whatif.compute_only_steps = len(replay)
             self.whatif.compute_only_step_s = statistics.median(replay)
@@ -253,6 +346,9 @@ class DoctorSession:
             )
         lines = [LineSample(**vars(k), samples=c) for k, c in self.sampler.counts.most_common(200)]
         loaders = [self._loader_entry(lid, info) for lid, info in self.hooks.loaders.items()]
+        saves, logging_calls = list(self.hooks.saves), self.hooks.logging_calls
+        if self._before_trial is not None:  # what the trial steps saved and logged is not the job's observed cost
+            saves, logging_calls = saves[: self._before_trial[0]], self._before_trial[1]
         return RunRecord(
             **new_version_fields(),
             target=self.target,
@@ -271,8 +367,8 @@ class DoctorSession:
             train_loader_id=self.clock.train_loader,
             loaders=loaders,
             transfers=self.hooks.transfers,
-            saves=list(self.hooks.saves),
-            logging_calls=self.hooks.logging_calls,
+            saves=saves,
+            logging_calls=logging_calls,
             line_samples=lines,
             sampler=SamplerInfo(
                 interval_s=self.sampler.interval_s,
@@ -285,6 +381,7 @@ class DoctorSession:
             gpu=self.syncs.info(available=torch.cuda.is_available()),
             notes=self.notes + self.collectives.notes,
             distributed=self._distributed_info(),
+            trials=self.trials,
         )
 
     def _loader_entry(self, loader_id: int, info: LoaderInfo) -> LoaderInfo:

@@ -38,6 +38,7 @@ def render_summary(report: Report, out_dir: str | None, console: Console | None 
     c.print(f"[bold]Verdict:[/] [bold]{v.bound.upper()}[/] — {escape(v.sentence)}")
     _steps(c, report)
     _whatif(c, report)
+    _trials(c, report)
     _loader(c, report)
     _findings(c, report)
     if report.top_lines:
@@ -94,6 +95,23 @@ def _whatif(c: Console, report: Report) -> None:
             else ""
         )
     )
+
+
+def _trials(c: Console, report: Report) -> None:
+    for t in report.trials:
+        if not t.quote:
+            c.print(f"\n[bold]Fix trial[/] ({t.fix}): no measurement ({escape(t.note or 'too few steps')})")
+            continue
+        spread = f" · spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×" if len(t.spread) == 2 else ""
+        rates = (
+            f" · {t.baseline_steps_per_s:.1f} → {t.trial_steps_per_s:.1f} steps/s"
+            if t.baseline_steps_per_s and t.trial_steps_per_s
+            else ""
+        )
+        startup = f" · worker start-up {t.startup_s:.2f} s (not in the rate)" if t.startup_s is not None else ""
+        c.print(f"\n[bold]Fix trial[/] ({t.fix}): {escape(t.quote)}{rates}{spread}{startup}")
+        if t.note:
+            c.print(f"  [dim]{escape(t.note)}[/]")
 
 
 def _loader(c: Console, report: Report) -> None:

@@ -1,0 +1,76 @@
+"""The arithmetic of a fix trial, on step durations alone (pure: no torch, no clock).
+
+A segment's rate leaves its first step out: that step holds the switch itself (a rebuilt loader's
+worker start-up, a background writer draining the previous segment's queue), which the job pays
+once, not every step. A/B alternation compares each fixed segment with the unchanged segments on
+either side of it, so a machine that slows down or speeds up during the trial moves both alike.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+MIN_RATED_STEPS = 2  # a segment needs this many steps after its first to have a rate
+
+
+def rate(durations: list[float]) -> float | None:
+    """Steps per second over these steps (None when there is no time to divide by)."""
+    total = sum(durations)
+    return len(durations) / total if durations and total > 0 else None
+
+
+def segment_rate(durations: list[float]) -> float | None:
+    """A segment's steps per second, its first step left out."""
+    rest = durations[1:]
+    return rate(rest) if len(rest) >= MIN_RATED_STEPS else None
+
+
+def ab_schedule(total_steps: int, segments: int = 4) -> list[tuple[str, int]]:
+    """``A B A B``: ``segments`` alternating stretches sharing ``total_steps`` (each at least 1 + 2 steps)."""
+    each = max(MIN_RATED_STEPS + 1, total_steps // segments)
+    return [("A" if i % 2 == 0 else "B", each) for i in range(segments)]
+
+
+@dataclass(frozen=True)
+class Measured:
+    baseline_steps_per_s: float | None
+    trial_steps_per_s: float | None
+    speedup: float | None
+    spread: tuple[float, float] | None  # lowest and highest speed-up of the pieces compared
+
+
+def alternating(segments: list[tuple[str, list[float]]]) -> Measured:
+    """Speed-up from alternating ``A``/``B`` segments of step durations.
+
+    Rates pool every rated step of a kind; the spread is the range of each B segment's rate over
+    the mean rate of the A segments next to it.
+    """
+    rated = [(label, d[1:]) for label, d in segments if len(d) - 1 >= MIN_RATED_STEPS]
+    base = rate([x for label, d in rated if label == "A" for x in d])
+    fixed = rate([x for label, d in rated if label == "B" for x in d])
+    ratios: list[float] = []
+    for i, (label, durations) in enumerate(rated):
+        if label != "B":
+            continue
+        neighbours = [rate(rated[j][1]) for j in (i - 1, i + 1) if 0 <= j < len(rated) and rated[j][0] == "A"]
+        around = [r for r in neighbours if r]
+        here = rate(durations)
+        if around and here:
+            ratios.append(here / statistics.mean(around))
+    speedup = fixed / base if fixed and base else None
+    return Measured(base, fixed, speedup, (min(ratios), max(ratios)) if ratios else None)
+
+
+def against_baseline(baseline: list[float], trial: list[float], pieces: int = 3) -> Measured:
+    """Speed-up of one trial segment (first step already left out) over the observed steps.
+
+    The spread is the range of the trial's ``pieces`` consecutive stretches, each over the baseline.
+    """
+    base, fixed = rate(baseline), rate(trial)
+    if not base or not fixed:
+        return Measured(base, fixed, None, None)
+    size = max(1, len(trial) // pieces)
+    chunks = [trial[i : i + size] for i in range(0, len(trial) - size + 1, size)]
+    ratios = [r / base for r in (rate(c) for c in chunks) if r]
+    return Measured(base, fixed, fixed / base, (min(ratios), max(ratios)) if ratios else None)

@@ -1,0 +1,344 @@
+"""Fix trials: after the observed steps (and the what-if phases), the real training goes on for a
+labelled phase with the top findings' fixes applied in-process, and the gain is measured.
+
+- DataLoader (``dataloader``/``storage`` findings): the loop's batches come from
+  ``apply.loader.rebuild_loader`` over the same dataset, sampler, collate and worker init with the
+  recommended settings. Worker start-up (building the iterator up to its first batch) is timed
+  apart and kept out of the rate. Where the right worker count is uncertain (latency-bound reads,
+  or as many workers as cores), up to three counts are tried and the fastest is kept.
+- Logging and checkpoints: ``apply.writes.BackgroundWrites`` / ``apply.checkpoint.BackgroundSaves``
+  are installed for the ``B`` stretches of an ``A B A B`` alternation, so drift on a shared machine
+  touches both sides.
+
+Trial steps are real optimizer updates; they are labelled 2 in the record's ``steps.whatif`` and
+kept out of the observed figures. Any failure ends the trial with a note; the job is then stopped
+the way the what-if phases stop it, and its exit code is never changed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from supplyline.collect.events import TrialRecord, TrialSegment, TrialsInfo
+from supplyline.doctor import trial_stats
+
+TRIAL_LABEL = 2.0  # steps.whatif: 0 observed, 1 compute-only replay, 2 fix trial
+LOADER_FIXES = ("dataloader", "storage")
+WRITE_FIXES = ("logging", "checkpoint")
+MAX_TRIALS = 2  # the top findings with a fix the doctor can apply in-process
+MAX_CANDIDATES = 3
+MIN_CANDIDATE_STEPS = 8  # a worker-count candidate gets at least this many steps
+LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+
+WHAT_CHANGES = {
+    "loader": "batches come from a new DataLoader over the same dataset and sampler with {settings}: the data "
+    "order within the epoch continues from the sampler, not from where the old loader stood",
+    "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
+    "lines reach their files and the disk a little later, in the same order",
+    "checkpoint": "torch.save is snapshotted on the call and written by a background thread to the same path "
+    "in alternate stretches: files appear a little later, complete (temporary name, then rename)",
+}
+
+
+@dataclass
+class PlannedTrial:
+    fix: str  # the finding's check
+    predicted: float | None
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # loader settings to try, best guess first
+
+
+def loader_settings(recommended: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+    """The DataLoader settings a report recommends that differ from those seen."""
+    out: dict[str, Any] = {}
+    for key in LOADER_KEYS:
+        entry = (recommended or {}).get(key)
+        if isinstance(entry, dict) and entry.get("recommended") is not None and entry["recommended"] != entry["seen"]:
+            out[key] = entry["recommended"]
+    return out
+
+
+def worker_candidates(recommended: int, seen: int, cores: int, stall: str, budget_steps: int) -> list[int]:
+    """The worker counts to try, the recommendation first.
+
+    Certain enough to try one: CPU-bound preparation with fewer workers than cores. Uncertain:
+    latency-bound reads (how many reads in flight help is the storage's business) and counts at
+    the core count, where the workers compete with the training step for the cores.
+    """
+    counts = [recommended]
+    if stall == "fetch":
+        counts += [recommended // 2, recommended * 2]
+    elif recommended >= cores:
+        counts += [recommended - 1, recommended + 1]
+    room = max(1, min(MAX_CANDIDATES, budget_steps // MIN_CANDIDATE_STEPS))
+    kept: list[int] = []
+    for c in counts:
+        if c >= 1 and c != seen and c not in kept:
+            kept.append(c)
+    return kept[:room]
+
+
+def plan_trials(
+    findings: list[tuple[str, float | None]],
+    recommended: dict[str, dict[str, Any]] | None,
+    seen_workers: int,
+    cores: int,
+    stall: str,
+    budget_steps: int,
+) -> list[PlannedTrial]:
+    """The fixes to try, from the findings (check, expected speed-up) in report order."""
+    plans: list[PlannedTrial] = []
+    for check, predicted in findings:
+        if len(plans) >= MAX_TRIALS or any(p.fix == check or {p.fix, check} <= set(LOADER_FIXES) for p in plans):
+            continue
+        if check in LOADER_FIXES:
+            settings = loader_settings(recommended)
+            if "num_workers" not in settings:
+                continue
+            counts = worker_candidates(settings["num_workers"], seen_workers, cores, stall, budget_steps)
+            if not counts:
+                continue
+            plans.append(PlannedTrial(check, predicted, [{**settings, "num_workers": c} for c in counts]))
+        elif check in WRITE_FIXES:
+            plans.append(PlannedTrial(check, predicted))
+    return plans
+
+
+def describe(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+@dataclass
+class _Segment:
+    plan: int  # index into the plans
+    label: str
+    steps: int
+    settings: dict[str, Any] = field(default_factory=dict)
+    durations: list[float] = field(default_factory=list)
+    startup_s: float | None = None
+    done: bool = False
+
+
+class TrialRunner:
+    """Drives the segments from the step clock's ``on_step_closed`` and the DataLoader hook."""
+
+    def __init__(self, info: TrialsInfo, say: Callable[[str], None] | None = None) -> None:
+        self.info = info
+        self.say = say or _say
+        self.plans: list[PlannedTrial] = []
+        self.segments: list[_Segment] = []
+        self.current = -1
+        self.loader: Any = None  # the training DataLoader as the script made it
+        self.baseline: list[float] = []  # observed step durations (warm-up left out)
+        self._trial_iter: Any = None
+        self._fix: Any = None  # the installed BackgroundWrites / BackgroundSaves of a B stretch
+        self._fix_counts: dict[int, list[str]] = {}
+        self._startup_pending = False
+        self.active = False
+
+    # -- planning ---------------------------------------------------------------------------
+    def begin(self, plans: list[PlannedTrial], loader: Any, baseline: list[float]) -> bool:
+        """Lay out the segments and start the first; False when there is nothing to try."""
+        self.plans, self.loader, self.baseline = plans, loader, baseline
+        steps = self.info.steps_requested
+        for i, plan in enumerate(plans):
+            if plan.fix in LOADER_FIXES:
+                if loader is None:
+                    self.info.note = _join(self.info.note, f"{plan.fix}: the training DataLoader object was not seen")
+                    continue
+                each = max(MIN_CANDIDATE_STEPS, steps // len(plan.candidates))
+                self.segments += [_Segment(i, "B", each, c) for c in plan.candidates]
+            else:
+                self.segments += [_Segment(i, label, n) for label, n in trial_stats.ab_schedule(steps)]
+        if not self.segments:
+            return False
+        self.active = True
+        self._announce()
+        self._start(0)
+        return True
+
+    def _announce(self) -> None:
+        parts = []
+        for i, plan in enumerate(self.plans):
+            if not any(s.plan == i for s in self.segments):
+                continue
+            if plan.fix in LOADER_FIXES:
+                tried = " or ".join(describe(c) for c in plan.candidates)
+                parts.append(WHAT_CHANGES["loader"].format(settings=tried))
+            else:
+                parts.append(WHAT_CHANGES[plan.fix])
+        total = sum(s.steps for s in self.segments)
+        self.say(
+            f"trying the fix on the job for about {total} more steps (real optimizer updates; --no-try skips "
+            "this): " + "; ".join(parts)
+        )
+
+    # -- segments ---------------------------------------------------------------------------
+    @property
+    def segment(self) -> _Segment | None:
+        return self.segments[self.current] if 0 <= self.current < len(self.segments) else None
+
+    @property
+    def wants_batches(self) -> bool:
+        seg = self.segment
+        return seg is not None and seg.label == "B" and self.plans[seg.plan].fix in LOADER_FIXES
+
+    def _start(self, index: int) -> None:
+        self.current = index
+        seg = self.segments[index]
+        fix = self.plans[seg.plan].fix
+        if seg.label != "B":
+            return
+        if fix in LOADER_FIXES:
+            from supplyline.apply.loader import rebuild_loader
+
+            self._startup_pending = True
+            self._trial_loader = rebuild_loader(self.loader, seg.settings)
+            self._trial_iter = None  # made at the first fetch, so its start-up is timed there
+        elif fix == "logging":
+            from supplyline.apply.writes import BackgroundWrites
+
+            self._fix = BackgroundWrites().install()
+        elif fix == "checkpoint":
+            from supplyline.apply.checkpoint import BackgroundSaves
+
+            self._fix = BackgroundSaves().install()
+
+    def _end_segment(self) -> None:
+        seg = self.segment
+        if seg is None or seg.done:
+            return
+        seg.done = True
+        problems: list[str] = []
+        if self._trial_iter is not None:
+            shutdown = getattr(self._trial_iter, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
+            self._trial_iter = None
+            self._trial_loader = None
+        if self._fix is not None:
+            fix, self._fix = self._fix, None
+            counts = self._fix_counts.setdefault(seg.plan, [])
+            if hasattr(fix, "syncs_queued"):
+                fix.finish()
+                problems += [f"a background write failed: {e}" for e in fix.errors]
+                counts.append(f"{fix.items} writes ({fix.syncs_queued} fsyncs)")
+            else:
+                failed = fix.finish()
+                if failed:
+                    problems.append(failed)
+                counts.append(f"{fix.saves} save(s)")
+        for p in problems:
+            self.info.note = _join(self.info.note, p)
+
+    def on_step(self, duration_s: float) -> bool:
+        """A trial step closed; returns True when every segment is done (the job is then stopped)."""
+        seg = self.segment
+        if seg is None:
+            return True
+        seg.durations.append(duration_s)
+        if len(seg.durations) < seg.steps:
+            return False
+        self._end_segment()
+        if self.current + 1 < len(self.segments):
+            self._start(self.current + 1)
+            return False
+        self.finish()
+        return True
+
+    def next_batch(self, original: Callable[[Any], Any]) -> Any:
+        """A batch for the loop from the trial's loader (``original``: the unhooked ``__next__``)."""
+        import time
+
+        if self._trial_iter is None:
+            t = time.perf_counter()
+            self._trial_iter = self._trial_loader._get_iterator()  # past the DataLoader hook: not a new loader
+            batch = original(self._trial_iter)
+            seg = self.segment
+            if seg is not None:
+                seg.startup_s = time.perf_counter() - t
+            return batch
+        return original(self._trial_iter)
+
+    # -- results ----------------------------------------------------------------------------
+    def finish(self, note: str = "") -> None:
+        """End whatever runs (idempotent) and write the results into ``info.trials``."""
+        if not self.active:
+            return
+        self.active = False
+        try:
+            self._end_segment()
+        except Exception as exc:
+            note = _join(note, f"ending the trial failed: {type(exc).__name__}: {exc}")
+        if note:
+            self.info.note = _join(self.info.note, note)
+        for i, plan in enumerate(self.plans):
+            segs = [s for s in self.segments if s.plan == i and s.durations]
+            if segs:
+                self.info.trials.append(self._result(i, plan, segs))
+
+    def _result(self, index: int, plan: PlannedTrial, segs: list[_Segment]) -> TrialRecord:
+        records = [
+            TrialSegment(s.label, len(s.durations), trial_stats.segment_rate(s.durations), s.settings, s.startup_s)
+            for s in segs
+        ]
+        if plan.fix in LOADER_FIXES:
+            rated = [s for s in segs if trial_stats.segment_rate(s.durations)]
+            if not rated:
+                return TrialRecord(plan.fix, {}, plan.predicted, None, None, None, segments=records, note=_short(segs))
+            best = max(rated, key=lambda s: trial_stats.segment_rate(s.durations) or 0.0)
+            m = trial_stats.against_baseline(self.baseline, best.durations[1:])
+            note = ""
+            if len(rated) > 1:
+                note = "fastest of " + ", ".join(
+                    f"num_workers={s.settings.get('num_workers')} "
+                    f"({trial_stats.segment_rate(s.durations) or 0:.1f} steps/s)"
+                    for s in rated
+                )
+            return TrialRecord(
+                plan.fix,
+                best.settings,
+                plan.predicted,
+                m.baseline_steps_per_s,
+                m.trial_steps_per_s,
+                m.speedup,
+                list(m.spread) if m.spread else [],
+                len(best.durations),
+                best.startup_s,
+                records,
+                note,
+            )
+        m = trial_stats.alternating([(s.label, s.durations) for s in segs])
+        settings = {"async_logging": True} if plan.fix == "logging" else {"async_save": True}
+        counts = self._fix_counts.get(index, [])
+        note = f"in the background: {', '.join(counts)}" if counts else ""
+        return TrialRecord(
+            plan.fix,
+            settings,
+            plan.predicted,
+            m.baseline_steps_per_s,
+            m.trial_steps_per_s,
+            m.speedup,
+            list(m.spread) if m.spread else [],
+            sum(len(s.durations) for s in segs if s.label == "B"),
+            None,
+            records,
+            note,
+        )
+
+
+def _short(segs: list[_Segment]) -> str:
+    return f"too few steps to rate ({sum(len(s.durations) for s in segs)})"
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}; {b}" if a else b
+
+
+def _say(line: str) -> None:
+    # The real stderr: a background writer may hold the script's own stderr for a while.
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(f"supplyline doctor: {line}\n")
+    stream.flush()

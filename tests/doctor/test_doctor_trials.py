@@ -1,0 +1,75 @@
+"""Fix trials on planted jobs: the trial runs, applies what it says, and measures a real gain."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.slow
+
+
+def _trial(report, fix):
+    # A loaded machine can read the planted per-sample work as a fetch stall: either loader fix is the loader trial.
+    fixes = ("dataloader", "storage") if fix == "dataloader" else (fix,)
+    return next(t for t in report["trials"] if t["fix"] in fixes)
+
+
+def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
+    run = doctor("--steps", "30", "--what-if-steps", "10", "--try-steps", "30", zoo_path("prep_workers0.py"))
+    assert run.proc.returncode == 0, run.proc.stderr
+    rep = run.report
+    trial = _trial(rep, "dataloader")
+    assert trial["settings"]["num_workers"] >= 1
+    assert trial["measured_speedup"] > 1.3, trial
+    assert trial["startup_s"] is not None and trial["startup_s"] > 0
+    assert "measured" in rep["verdict"]["sentence"] and "-step trial with num_workers=" in rep["verdict"]["sentence"]
+    assert rep["findings"][0]["measured_speedup"] == trial["measured_speedup"]
+    assert "trying the fix on the job" in run.proc.stderr and "data order within the epoch" in run.proc.stderr
+    # trial steps are labelled and kept out of the observed figures
+    labels = run.record["steps"]["whatif"]
+    assert labels.count(2.0) >= trial["steps"] and rep["steps"]["observed"] <= 30
+
+
+def test_loader_trial_really_uses_the_new_workers(doctor, zoo_path, tmp_path):
+    # 8 trial steps leave room for one candidate: the recommendation itself
+    run = doctor("--steps", "20", "--no-what-if", "--try-steps", "8", zoo_path("trial_loader.py"), str(tmp_path))
+    assert run.proc.returncode == 0, run.proc.stderr
+    trial = _trial(run.report, "dataloader")
+    workers = trial["settings"]["num_workers"]
+    assert len(trial["segments"]) == 1 and trial["segments"][0]["settings"]["num_workers"] == workers
+    rows = [line.split() for line in (tmp_path / "workers.log").read_text().splitlines()]
+    observed = {w for row in rows[:20] for w in row[1:]}
+    tried = {int(w) for row in rows[20:] for w in row[1:]}
+    assert observed == {"-1"}  # the script's own loader: the training thread made every sample
+    assert tried == set(range(workers)), rows[20:]  # the trial's loader: exactly its workers
+    assert len(rows) >= 20 + trial["steps"]
+
+
+def test_write_trials_lose_nothing(doctor, zoo_path, tmp_path):
+    run = doctor("--steps", "15", "--no-what-if", "--try-steps", "24", zoo_path("trial_writes.py"), str(tmp_path))
+    assert run.proc.returncode == 0, run.proc.stderr
+    rep = run.report
+    fixes = {t["fix"] for t in rep["trials"]}
+    assert "checkpoint" in fixes, (rep["trials"], rep["notes"])
+    ckpt = _trial(rep, "checkpoint")
+    assert [s["label"] for s in ckpt["segments"]] == ["A", "B", "A", "B"]
+    assert ckpt["measured_speedup"] is not None and len(ckpt["spread"]) == 2
+    assert "save(s)" in ckpt["note"]  # the background writer took the saves of the B stretches
+    printed = [int(line.split()[1]) for line in run.proc.stdout.splitlines() if line.startswith("print ")]
+    last = printed[-1]
+    assert printed == list(range(last + 1)) and last >= 15 + 24 - 1  # the job went on through the trial
+    logged = [int(line.split()[1]) for line in (tmp_path / "logging.log").read_text().splitlines()]
+    assert logged == list(range(last + 1))
+    own = [int(line.split()[1]) for line in (tmp_path / "own.log").read_text().splitlines()]
+    assert own == [s for s in range(last + 1) for _ in range(5)]
+    saved = torch.load(os.path.join(tmp_path, "ckpt.pt"))
+    assert saved["step"] == max(s for s in range(last + 1) if s % 3 == 2)  # the last save reached the disk
+    assert saved["table"].numel() == 8 * 2**20
+
+
+def test_no_try_skips_the_trial(doctor, zoo_path):
+    run = doctor("--steps", "10", "--no-what-if", "--no-try", zoo_path("prep_workers0.py"))
+    assert run.proc.returncode == 0, run.proc.stderr
+    assert run.report["trials"] == [] and 2.0 not in run.record["steps"]["whatif"]

@@ -1,0 +1,132 @@
+"""Fix-trial bookkeeping on hand-built numbers: rates, spread, A/B alternation, the plan, the report."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from supplyline.analyze.checks import MIN_PROMISE, _promise
+from supplyline.analyze.report import build_report
+from supplyline.apply.writes import AsyncStream
+from supplyline.collect.events import TrialRecord, TrialsInfo
+from supplyline.doctor import trial_stats as ts
+from supplyline.doctor.trials import PlannedTrial, TrialRunner, plan_trials, worker_candidates
+from supplyline.record import load_record
+
+OLD_RECORD = "tests/analyze/fixtures/record_v1_demo.json"
+
+
+def test_segment_rate_leaves_the_first_step_out():
+    assert ts.segment_rate([5.0, 0.1, 0.1, 0.1, 0.1]) == pytest.approx(10.0)
+    assert ts.segment_rate([5.0, 0.1]) is None  # one rated step is no rate
+    assert ts.rate([]) is None
+
+
+def test_ab_schedule_alternates_and_keeps_a_rated_minimum():
+    assert ts.ab_schedule(40) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
+    assert [n for _, n in ts.ab_schedule(4)] == [3, 3, 3, 3]
+
+
+def test_alternating_pools_rates_and_cancels_drift():
+    # The machine slows down 2x half way; the fix halves the step throughout.
+    segs = [
+        ("A", [1.0] + [0.010] * 4),
+        ("B", [1.0] + [0.005] * 4),
+        ("A", [1.0] + [0.020] * 4),
+        ("B", [1.0] + [0.010] * 4),
+    ]
+    m = ts.alternating(segs)
+    assert m.baseline_steps_per_s == pytest.approx(8 / 0.12)
+    assert m.trial_steps_per_s == pytest.approx(8 / 0.06)
+    assert m.speedup == pytest.approx(2.0)
+    # B1 over the mean of A1 (100/s) and A2 (50/s); B2 over A2 alone
+    assert m.spread == (pytest.approx(2.0), pytest.approx(200 / 75))
+
+
+def test_alternating_without_a_rated_b_has_no_speedup():
+    m = ts.alternating([("A", [0.1, 0.1, 0.1]), ("B", [0.1, 0.1])])
+    assert m.speedup is None and m.spread is None
+
+
+def test_against_baseline_spread_from_thirds():
+    base = [0.02] * 10  # 50/s
+    trial = [0.01] * 3 + [0.02] * 3 + [0.005] * 3
+    m = ts.against_baseline(base, trial)
+    assert m.speedup == pytest.approx((9 / 0.105) / 50)
+    assert m.spread == (pytest.approx(1.0), pytest.approx(4.0))
+
+
+def test_worker_candidates():
+    assert worker_candidates(2, 0, 2, "prep", 30) == [2, 1, 3]
+    assert worker_candidates(2, 0, 4, "prep", 30) == [2]  # fewer than the cores, CPU-bound: one is enough
+    assert worker_candidates(4, 2, 2, "fetch", 40) == [4, 8]  # 2 is what it has already
+    assert worker_candidates(2, 0, 2, "prep", 10) == [2]  # the budget holds one candidate
+
+
+def test_plan_takes_top_fixes_once():
+    rec = {"num_workers": {"seen": 0, "recommended": 2}, "prefetch_factor": {"seen": None, "recommended": 4}}
+    findings = [("dataloader", 2.0), ("preprocessing", 2.0), ("storage", 2.0), ("logging", 1.5), ("checkpoint", 3.0)]
+    plans = plan_trials(findings, rec, 0, 4, "prep", 40)
+    assert [p.fix for p in plans] == ["dataloader", "logging"]
+    assert plans[0].candidates == [{"num_workers": 2, "prefetch_factor": 4}]
+    assert plan_trials([("transfer", 2.0), ("host", None)], rec, 0, 4, "prep", 40) == []
+    # nothing to change in the loader: no loader trial
+    assert [
+        p.fix
+        for p in plan_trials([("dataloader", 2.0)], {"num_workers": {"seen": 2, "recommended": 2}}, 2, 2, "prep", 40)
+    ] == []
+
+
+def test_runner_alternates_the_background_writer():
+    info = TrialsInfo(enabled=True, steps_requested=12)
+    said: list[str] = []
+    runner = TrialRunner(info, said.append)
+    assert runner.begin([PlannedTrial("logging", 3.0)], None, [0.02] * 5)
+    assert "background thread" in said[0]
+    installed = []
+    durations = {"A": 0.02, "B": 0.01}
+    done = False
+    while not done:
+        seg = runner.segment
+        installed.append((seg.label, isinstance(sys.stdout, AsyncStream)))
+        done = runner.on_step(durations[seg.label])
+    assert not isinstance(sys.stdout, AsyncStream)  # put back at the end
+    assert {label: on for label, on in installed} == {"A": False, "B": True}
+    assert [label for label, _ in installed] == ["A"] * 3 + ["B"] * 3 + ["A"] * 3 + ["B"] * 3
+    (trial,) = info.trials
+    assert trial.fix == "logging" and trial.measured_speedup == pytest.approx(2.0)
+    assert trial.steps == 6 and [s.label for s in trial.segments] == ["A", "B", "A", "B"]
+
+
+def test_promise_never_in_the_wrong_direction():
+    assert _promise(1.02, None) is None
+    assert _promise(1.5, MIN_PROMISE - 0.01) is None
+    assert _promise(1.5, 1.3) == 1.5
+
+
+def test_report_quotes_the_trial_in_the_verdict_and_the_top_finding():
+    record = load_record(OLD_RECORD)
+    record.trials = TrialsInfo(
+        True,
+        40,
+        "",
+        [
+            TrialRecord(
+                "dataloader", {"num_workers": 2, "prefetch_factor": 4}, 2.0, 40.0, 59.2, 1.48, [1.3, 1.6], 40, 0.5
+            )
+        ],
+    )
+    report = build_report(record)
+    assert len(report.trials) == 1
+    top = report.findings[0]
+    assert top.check == "dataloader" and top.measured_speedup == 1.48
+    quote = f"measured 1.48× in a 40-step trial with num_workers=2, prefetch_factor=4; predicted {top.expected_speedup:.1f}×"
+    assert quote in report.verdict.sentence
+    assert quote in top.evidence and "spread 1.30–1.60×" in top.evidence
+    assert report.to_dict()["trials"][0]["measured_speedup"] == 1.48
+
+
+def test_old_record_has_no_trials():
+    report = build_report(load_record(OLD_RECORD))
+    assert report.trials == [] and "measured" not in report.verdict.sentence
