@@ -14,7 +14,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-PhaseName = Literal["data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "other", "gpu_idle"]
+PhaseName = Literal[
+    "data_wait", "transfer", "compute", "collective", "logging", "checkpoint", "eval", "other", "gpu_idle"
+]
 Bound = Literal["input", "transfer", "logging", "checkpoint", "collective", "compute", "unknown"]
 
 # The verdict when no supply-side phase bounds the step: the model's own work.
@@ -26,6 +28,7 @@ COMPUTE: PhaseName = "compute"
 COLLECTIVE: PhaseName = "collective"
 LOGGING: PhaseName = "logging"
 CHECKPOINT: PhaseName = "checkpoint"
+EVAL: PhaseName = "eval"
 OTHER: PhaseName = "other"
 GPU_IDLE: PhaseName = "gpu_idle"
 
@@ -128,6 +131,20 @@ PHASES: tuple[Phase, ...] = (
         "saves checkpoints for {x} ms per step",
     ),
     Phase(
+        EVAL,
+        "eval",
+        "evaluation inside the training loop",
+        "bright_blue",
+        "#6baed6",
+        True,
+        # Neither the supply line's fault nor the model's training work: the verdict names it apart
+        # instead of blaming a side or calling it compute.
+        None,
+        "evaluating inside the training loop",
+        "evaluates inside its training loop for {x} ms per step",
+        shown_when_zero=False,
+    ),
+    Phase(
         OTHER,
         "other",
         "other",
@@ -160,11 +177,14 @@ STEP_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if p.partition)
 PHASE_ORDER: tuple[PhaseName, ...] = tuple(p.name for p in STEP_PHASES)
 # Measures beside the split (the GPU's own idle time): drawn next to it, never added into it.
 SIDE_PHASES: tuple[Phase, ...] = tuple(p for p in PHASES if not p.partition)
-# What the step clock times, in the order of its columns (``<name>_s``); collective last because
-# records written before it existed have no such column.
-CLOCK_PHASES: tuple[str, ...] = (DATA_WAIT, TRANSFER, LOGGING, CHECKPOINT, COMPUTE_HOOKED, COLLECTIVE)
-# Phases a verdict can blame on the supply side (everything hooked but compute).
-SUPPLY_SIDE: tuple[Phase, ...] = tuple(p for p in STEP_PHASES if p.hooked)
+# What the step clock times, in the order of its columns (``<name>_s``); collective and eval last
+# because records written before them have no such column (it reads as zeros).
+CLOCK_PHASES: tuple[str, ...] = (DATA_WAIT, TRANSFER, LOGGING, CHECKPOINT, COMPUTE_HOOKED, COLLECTIVE, EVAL)
+# Phases a verdict can blame on the supply side (everything hooked but compute, and never a phase
+# without a side: in-loop evaluation is named apart).
+SUPPLY_SIDE: tuple[Phase, ...] = tuple(p for p in STEP_PHASES if p.hooked and p.bound is not None)
+# Hooked phases that are neither the supply line nor the model's training work.
+APART: tuple[Phase, ...] = tuple(p for p in STEP_PHASES if p.hooked and p.bound is None)
 
 # Extra legend entries on the page for steps that are not observed ones.
 STEP_KINDS: dict[str, dict[str, str]] = {

@@ -63,6 +63,8 @@ def record(
     checkpoint: float = 0.0,
     compute_hooked: float | None = None,
     collective: float = 0.0,
+    evaluating: float = 0.0,
+    durations: list[float] | None = None,
     wait_cpu_ratio: float = 1.0,
     loaders: list[LoaderInfo] | None = None,
     cpu_count: int = 2,
@@ -77,21 +79,24 @@ def record(
     logging_calls: int = 0,
     shm_free_bytes: int | None = 1 << 30,
     gpu_timeline: GpuTimeline | None = None,
+    outcome: OutcomeInfo | None = None,
 ) -> RunRecord:
     """``steps`` observed steps of ``step_s`` each with the given seconds per phase; by default all of
     the hooked-free rest is hooked compute (the backward and optimizer step)."""
-    hooked = data_wait + transfer + logging + checkpoint + collective
+    hooked = data_wait + transfer + logging + checkpoint + collective + evaluating
     compute = step_s - hooked if compute_hooked is None else compute_hooked
     n = steps + whatif_steps
     cols: dict[str, list[float]] = {
         "start_s": [i * step_s for i in range(n)],
-        "duration_s": [step_s] * n,
+        # ``durations``: the observed steps' own times (their spread), the rest of each is unhooked
+        "duration_s": (durations or [step_s] * steps) + [step_s] * whatif_steps,
         "data_wait_s": [data_wait] * steps + [0.0] * whatif_steps,
         "transfer_s": [transfer] * n,
         "logging_s": [logging] * n,
         "checkpoint_s": [checkpoint] * n,
         "compute_hooked_s": [compute] * n,
         "collective_s": [collective] * n,
+        "eval_s": [evaluating] * n,
         "batches": [1.0] * n,
         "h2d_bytes": [0.0] * n,
         "data_wait_cpu_s": [data_wait * wait_cpu_ratio] * n,
@@ -106,7 +111,7 @@ def record(
         host=HostInfo(
             cpu_count, 8 << 30, "2.13.0", torch_threads, gpu_timeline is not None, [], shm_free_bytes, "Linux test"
         ),
-        outcome=OutcomeInfo(0, "stopped", "stopped after N steps", None, None, None, n * step_s),
+        outcome=outcome or OutcomeInfo(0, "stopped", "stopped after N steps", None, None, None, n * step_s),
         steps=cols,
         outside_steps_s={},
         train_loader_id=1 if loaders is None or loaders else None,
@@ -150,16 +155,45 @@ def line(phase: str, category: str, file: str, lineno: int, samples: int) -> Lin
     return LineSample(phase, category, file, lineno, "fn", samples)
 
 
-def save(start_s: float, duration_s: float) -> SaveEvent:
-    return SaveEvent("torch.save", start_s, duration_s, "ckpt.pt", True)
+def lib_line(file: str, lineno: int, samples: int, library: str = "", function: str = "fn") -> LineSample:
+    """A data-wait sample on the user's line ``lineno``, inside ``library`` ("file:line:function") when given."""
+    return LineSample("data_wait", "user", file, lineno, function, samples, library, library)
+
+
+def save(
+    start_s: float,
+    duration_s: float,
+    step: int = 0,
+    files: list[str] | None = None,
+    nbytes: int | None = None,
+    caller: str = "",
+    user_caller: str = "",
+    stack: list[str] | None = None,
+    kind: str = "torch.save",
+) -> SaveEvent:
+    return SaveEvent(
+        kind,
+        start_s,
+        duration_s,
+        (files or ["ckpt.pt"])[0],
+        True,
+        step=step,
+        files=files or [],
+        bytes=nbytes,
+        caller=caller,
+        user_caller=user_caller,
+        stack=stack or [],
+    )
 
 
 __all__ = [
     "GpuInfo",
     "GpuTimeline",
+    "OutcomeInfo",
     "SyncLine",
     "TransferStats",
     "WhatIfInfo",
+    "lib_line",
     "line",
     "loader",
     "record",

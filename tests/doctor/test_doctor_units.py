@@ -131,3 +131,18 @@ def test_closed_step_columns_line_up():
         if p != "data_wait":
             assert c.steps[f"{p}_s"] == [0.01 * (i + 1)]
     assert c.steps["batches"] == [1] and c.steps["whatif"] == [0.0]
+
+
+def test_the_end_of_epoch_fetch_is_waited_for_but_brings_no_batch():
+    c = StepClock()
+    for epoch in range(2):
+        for i in range(4):
+            fetch(c, T, epoch * 10.0 + i)
+            c.update(OPT_D)
+        # the fetch that raises StopIteration: its wait stays in the step, no batch is counted
+        counted = c.fetch_begin(T, epoch * 10.0 + 4)
+        c.add_fetch(counted, 0.5, 0.0, delivered=False)
+    fetch(c, T, 20.0)
+    assert c.step_count == 8
+    assert c.steps["batches"] == [1] * 8  # not 2 for the step that saw the epoch end
+    assert c.steps["data_wait_s"][4] == 0.5 + 0.001  # the step that opened with the epoch end

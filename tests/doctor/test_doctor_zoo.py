@@ -23,7 +23,13 @@ def test_python_preprocessing_with_no_workers(doctor, zoo_path):
     assert rep["dataloader"]["preprocess_command"].endswith("prep_workers0.py:PythonPrep")
     # where the wait goes: the dataset's own line, never the launcher or the console script
     assert rep["data_wait_lines"] and rep["data_wait_lines"][0]["file"].endswith("prep_workers0.py")
-    assert "preprocessing" in {f["check"] for f in rep["findings"]}
+    # one input finding: the per-sample CPU work is a cause inside it, not a second finding with the same gain
+    assert [f["check"] for f in rep["findings"] if f["check"] in ("dataloader", "preprocessing", "storage")] == [
+        "dataloader"
+    ]
+    assert any(c.startswith("per-sample CPU work") for c in top(rep)["causes"])
+    assert "supplyline preprocess " in top(rep)["fix"]
+    assert "the next 10 steps are what-if replays" in run.proc.stderr
     assert rep["dataloader"]["num_workers"] == 0
     assert rep["dataloader"]["stall"] in ("prep", "mixed")
     assert rep["whatif"]["ran"] and rep["whatif"]["compute_only_steps_per_s"] > rep["whatif"]["observed_steps_per_s"]

@@ -44,6 +44,15 @@ def test_hf_trainer_safetensors_checkpoints_are_four_checkpoints_every_five_step
     snippet = checkpoint_fix_snippet("    trainer.train()", saves[0]["stack"], every_steps=5)
     assert "save_steps=500" in snippet and "trainer.train()" not in snippet
     assert "dataloader_num_workers=2" in dataloader_fix_snippet(saves[0]["stack"], num_workers=2)
+    # the REPORT: the real cadence, the Trainer's own setting, the share of the phase
+    rep = run.report
+    (ckpt,) = [f for f in rep["findings"] if f["check"] == "checkpoint"]
+    assert ckpt["evidence"].startswith("4 checkpoints, every 5 steps, "), ckpt["evidence"]
+    assert f"{len(saves[0]['files'])} files each" in ckpt["evidence"], ckpt["evidence"]  # one checkpoint, many files
+    assert "TrainingArguments(" in ckpt["fix"] and "save_steps=500" in ckpt["fix"] and "every 5 steps" in ckpt["fix"]
+    assert "trainer.train()" not in ckpt["fix"] and "checkpointer.save" not in ckpt["fix"]
+    assert ckpt["share_of_step_time"] == rep["phase_share"]["checkpoint"] > 0.05
+    assert rep["checkpoints"]["checkpoints"] == 4 and rep["checkpoints"]["cadence"].startswith("4 checkpoints")
 
 
 def test_nanogpt_memmap_job_counts_the_first_update(doctor, zoo_path, tmp_path):
@@ -56,11 +65,20 @@ def test_nanogpt_memmap_job_counts_the_first_update(doctor, zoo_path, tmp_path):
     assert run.record["loaders"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="the step clock has no 'eval' phase yet: the doctor's phase table adds it")
 def test_nanogpt_in_loop_evaluation_is_timed_as_eval(doctor, zoo_path, tmp_path):
     run = doctor(zoo_path("nanogpt_memmap.py"), str(tmp_path), "30")
     steps = run.record["steps"]
     assert [i for i, e in enumerate(steps["eval_s"]) if e > 0] == [10, 20]
+    # the REPORT: evaluation is its own share, not compute, and no DataLoader wait is quoted
+    rep = run.report
+    observed = range(1, len(steps["duration_s"]))  # the first step is warm-up
+    share = sum(steps["eval_s"][i] for i in observed) / sum(steps["duration_s"][i] for i in observed)
+    assert rep["phase_share"]["eval"] == pytest.approx(share) and share > 0.02, share
+    assert rep["phase_share"]["compute"] < 1 - share + 1e-9
+    assert "DataLoader" not in rep["verdict"]["sentence"]
+    if share >= 0.05:
+        assert "evaluating inside the training loop" in rep["verdict"]["sentence"], rep["verdict"]
+    print(f"eval share {share:.1%}; verdict: {rep['verdict']['sentence']}")
 
 
 def test_costly_transform_data_wait_reaches_the_transform_and_pil(doctor, zoo_path):
@@ -77,6 +95,21 @@ def test_costly_transform_data_wait_reaches_the_transform_and_pil(doctor, zoo_pa
     assert "PIL" in top["library_leaf"]
     train = next(x for x in run.record["loaders"] if x["role"] == "train")
     assert framework_of(train["iter_stack"]) == "plain"
+    # the REPORT: one input finding, its causes inside it, the transform's line and the PIL function under it
+    rep = run.report
+    inputs = [f for f in rep["findings"] if f["check"] in ("dataloader", "preprocessing", "storage")]
+    assert len(inputs) == 1, inputs
+    (f,) = inputs
+    share = rep["phase_share"]["data_wait"]
+    assert f["share_of_step_time"] == share
+    assert f["severity"] == ("high" if share >= 0.30 else "medium" if share >= 0.10 else "low")
+    assert f["check"] == "dataloader" and "num_workers=" in f["fix"] and "DataLoader(" in f["fix"]
+    assert "loader settings: num_workers=0" in f["evidence"]
+    pil = [x for x in rep["data_wait_lines"] if x["library"].endswith(":filter") and "PIL" in x["library"]]
+    assert pil and "GaussianBlur" in pil[0]["code"], rep["data_wait_lines"]
+    # the finding points below the `for` line, at the transform and the PIL call it makes
+    assert "most at costly_transform.py:" in f["evidence"] and "→ PIL/Image.py:filter" in f["evidence"], f["evidence"]
+    print(f"data wait {share:.1%}; {f['severity']}; {f['evidence']}")
 
 
 SLOW_READER = """
@@ -89,8 +122,8 @@ while True:
 """
 
 
-def _doctor_into_slow_reader(tmp_path, *args: str) -> dict:
-    out = str(tmp_path / "rep")
+def _doctor_into_slow_reader(tmp_path, *args: str) -> tuple[dict, dict]:
+    out = str(tmp_path / ("rep" + str(len(os.listdir(tmp_path)))))
     reader = subprocess.Popen([sys.executable, "-c", SLOW_READER], stdin=subprocess.PIPE)
     env = dict(os.environ)
     proc = subprocess.run(
@@ -107,8 +140,8 @@ def _doctor_into_slow_reader(tmp_path, *args: str) -> dict:
     assert proc.returncode == 0, proc.stderr
     import json
 
-    with open(os.path.join(out, "record.json")) as fh:
-        return json.load(fh)
+    with open(os.path.join(out, "record.json")) as fh, open(os.path.join(out, "report.json")) as rh:
+        return json.load(fh), json.load(rh)
 
 
 def _logging_share(record: dict) -> float:
@@ -119,8 +152,8 @@ def _logging_share(record: dict) -> float:
 
 def test_print_heavy_job_to_a_slow_reader_gets_async_stdout_and_it_works(zoo_path, tmp_path):
     script = zoo_path("print_heavy.py")
-    plain = _doctor_into_slow_reader(tmp_path, script, "40")
-    fixed = _doctor_into_slow_reader(tmp_path, script, "--async", "40")
+    plain, report = _doctor_into_slow_reader(tmp_path, script, "40")
+    fixed, _ = _doctor_into_slow_reader(tmp_path, script, "--async", "40")
     before, after = _logging_share(plain), _logging_share(fixed)
     print(f"logging share of step time: {before:.1%} plain, {after:.1%} with async_stdout")
     assert before > 0.3, before  # the pipe is full: each print waits for the reader
@@ -130,3 +163,8 @@ def test_print_heavy_job_to_a_slow_reader_gets_async_stdout_and_it_works(zoo_pat
     assert line and all(s["file"].endswith("print_heavy.py") for s in line)
     snippet = logging_fix_snippet("    " + code)
     assert "+ async_stdout()" in snippet and "async_logging" not in snippet
+    # the REPORT: the finding names the print line and gives the fix that works for print
+    (f,) = [f for f in report["findings"] if f["check"] == "logging"]
+    assert "print_heavy.py:" in f["evidence"] and "print(" in f["evidence"]
+    assert "+ async_stdout()" in f["fix"] and "async_logging" not in f["fix"], f["fix"]
+    assert f["share_of_step_time"] == report["phase_share"]["logging"] > 0.1

@@ -30,6 +30,9 @@ class SourceLine:
     phase: str
     code: str
     share_of_step_time: float
+    # Data wait with num_workers=0: the library function this line runs ("file:line:function"), where
+    # the loading time goes (a transform's PIL call, numpy); empty when the time is in the user's own code.
+    library: str = ""
 
 
 @dataclass
@@ -59,7 +62,7 @@ def source_line(file: str, line: int) -> str:
     return linecache.getline(file, line).strip()
 
 
-def _percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
         return 0.0
@@ -127,7 +130,7 @@ def breakdown(record: RunRecord) -> Breakdown:
         total_s=total,
         step_s_median=step_median,
         step_s_mean=(total / len(durations) if durations else 0.0),
-        step_s_p95=_percentile(durations, 0.95),
+        step_s_p95=percentile(durations, 0.95),
         steps_per_s=steps_per_s,
         samples_per_s=samples_per_s,
         batches_per_step=mean_batches,
@@ -150,9 +153,18 @@ def _attach_lines(record: RunRecord, b: Breakdown) -> None:
     if in_steps == 0:
         return
     by_phase: dict[str, list[SourceLine]] = {}
+    merged: dict[tuple[str, str, int, str], SourceLine] = {}
     for s in record.line_samples:
         kind = _classify(s) if s.phase == "unhooked" else s.phase
-        entry = SourceLine(s.file, s.line, s.function, kind, source_line(s.file, s.line), s.samples / in_steps)
+        # One line once per phase and library entry, whichever function or category the samples named.
+        key = (kind, s.file, s.line, s.library)
+        if key in merged:
+            merged[key].share_of_step_time += s.samples / in_steps
+            continue
+        entry = SourceLine(
+            s.file, s.line, s.function, kind, source_line(s.file, s.line), s.samples / in_steps, s.library
+        )
+        merged[key] = entry
         by_phase.setdefault(kind, []).append(entry)
     for entries in by_phase.values():
         entries.sort(key=lambda e: -e.share_of_step_time)

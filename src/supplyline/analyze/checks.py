@@ -9,8 +9,9 @@ caller passes the fix snippets in (``Evidence.snippets``).
 
 from __future__ import annotations
 
+import linecache
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -21,6 +22,7 @@ from supplyline.analyze.gpu_idle import GpuIdleResult
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.speedup import InputModel, input_speedup, removal_speedup
 from supplyline.analyze.supply import SupplySignal
+from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.record import RunRecord
 
 CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host"]
@@ -39,18 +41,29 @@ class Finding:
     evidence: str
     fix: str
     expected_speedup: float | None
+    # What the finding is made of, when it has several causes (the input finding: loader settings,
+    # per-sample CPU, storage); one gain for all of them.
+    causes: list[str] = field(default_factory=list)
     measured_speedup: float | None = None  # from the doctor's fix trial, when one ran
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+Frames = Iterable[str | Mapping[str, object]]
+
+
 class FixSnippets(Protocol):
-    """Writes the two-line change for the user's own line (``supplyline.fixes.snippets`` does)."""
+    """Writes the change for the user's own line, in the terms of the framework that runs the loop
+    (``supplyline.fixes.snippets`` does)."""
 
-    def logging_fix_snippet(self, code: str) -> str: ...
+    def framework_of(self, frames: Frames) -> str: ...
 
-    def checkpoint_fix_snippet(self, code: str) -> str: ...
+    def logging_fix_snippet(self, line: str, frames: Frames = ...) -> str: ...
+
+    def checkpoint_fix_snippet(self, line: str, frames: Frames = ..., every_steps: int | None = ...) -> str: ...
+
+    def dataloader_fix_snippet(self, frames: Frames, num_workers: int, prefetch_factor: int | None = ...) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,42 @@ def _where(lines: list[SourceLine]) -> str:
     if not lines:
         return ""
     top = lines[0]
-    return f" — {os.path.basename(top.file)}:{top.line} `{top.code}` ({top.share_of_step_time * 100:.0f}% of step time)"
+    lib = f" → {library_label(top.library)}" if top.library else ""
+    return (
+        f" — {os.path.basename(top.file)}:{top.line} `{top.code}`{lib} ({top.share_of_step_time * 100:.0f}% of step "
+        "time)"
+    )
+
+
+def library_label(frame: str) -> str:
+    """``/…/site-packages/PIL/Image.py:1234:filter`` -> ``PIL/Image.py:filter``: the library function
+    a user's line runs, short enough for a table cell."""
+    path, _, rest = frame.rpartition(":")  # rest: the function
+    path = path.rpartition(":")[0] or path  # drop the line number
+    parts = path.replace(os.sep, "/").split("/")
+    return f"{'/'.join(parts[-2:])}:{rest}"
+
+
+def loading_lines(lines: list[SourceLine], iter_stack: list[str]) -> list[SourceLine]:
+    """Data-wait lines with the line that iterates the loader (``for x, y in loader:``) put last: its
+    samples are the DataLoader's own machinery, while the lines below it (the dataset, its
+    transforms, the library calls they make) say where the loading time goes."""
+    iterating = {(parts[0], parts[1]) for parts in map(_split_frame, iter_stack) if parts}
+    inside = [x for x in lines if (x.file, x.line) not in iterating]
+    return inside + [x for x in lines if (x.file, x.line) in iterating]
+
+
+def job_frames(record: RunRecord) -> list[str]:
+    """The stacks that say who runs the loop: the training loader's first iteration and each save's caller."""
+    loader = record.train_loader
+    frames = list(loader.iter_stack) if loader else []
+    for save in record.saves:
+        frames += save.stack or ([save.caller] if save.caller else [])
+    return frames
+
+
+def _framework(ev: Evidence) -> str:
+    return ev.snippets.framework_of(job_frames(ev.record)) if ev.snippets else "plain"
 
 
 def input_pipeline(ev: Evidence) -> Pipeline | None:
@@ -177,6 +225,9 @@ def _promise(gain: float, capacity_gain: float | None) -> float | None:
 
 
 def input_check(ev: Evidence) -> list[Finding]:
+    """ONE finding for the input side, whatever its causes: the loader's settings, the per-sample CPU
+    work, the storage. They share one wait and one gain, so they are listed inside it, not as
+    findings whose speed-ups would read as additive."""
     b, sig, record = ev.breakdown, ev.supply, ev.record
     judged = judged_share(ev, P.DATA_WAIT)
     share = judged.share
@@ -187,7 +238,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     wait_ms = b.phase_ms_per_step[P.DATA_WAIT]
     base = (
         f"the training step waits {wait_ms:.1f} ms on the DataLoader ({judged.cpu_share * 100:.0f}% of step time)"
-        f"{judged.beside}; {sig.evidence}"
+        f"{judged.beside}"
     )
     whatif = record.whatif
     if whatif.ran and whatif.compute_only_step_s:
@@ -197,52 +248,64 @@ def input_check(ev: Evidence) -> list[Finding]:
         )
     tune_cmd = ev.commands.tune_command or "supplyline tune MODULE:ATTR"
     prep_cmd = ev.commands.preprocess_command or "supplyline preprocess MODULE:ATTR"
-    tune = f" Measure the best settings on your data: `{tune_cmd}`."
     model = input_model(ev)
     nw = loader.num_workers
-    where = _where(b.data_wait_lines)
+    where = _where(loading_lines(b.data_wait_lines, loader.iter_stack))
+    framework = _framework(ev)
     if sig.stall == "fetch":
         more = fetch_stall_workers(nw, cores)
         cap, capacity_gain = _capacity(ev, nw, more)
         gain = _promise(input_speedup(model, nw, more, scales_past_cores=True), capacity_gain)
+        cause = (
+            f"storage: workers are idle while the trainer waits, so they wait on reads (fetch stall); {sig.evidence}"
+        )
         fix = (
             f"Reads are latency-bound: raise num_workers beyond the core count (try "
-            f"DataLoader(..., num_workers={more}, prefetch_factor=4)), pack small files into shards "
+            f"{_loader_setting(ev, framework, more, 4)}), pack small files into shards "
             f"(`supplyline pack`), or stage the dataset in RAM (`supplyline stage`); diagnose the storage "
             f"with `supplyline disk DATA_DIR`."
         )
         if gain is None:
             fix = f"No gain expected from more workers here.{cap} " + fix
-        ev_text = base + where + ": workers are idle while the trainer waits, so they wait on reads (fetch stall)"
-        return [Finding("storage", severity(share), share, ev_text, fix, gain)]
-    out: list[Finding] = []
+        return [Finding("storage", severity(share), share, f"{base}{where}; cause: {cause}", fix, gain, [cause])]
     suggested = prep_stall_workers(nw, cores)
     cap, capacity_gain = _capacity(ev, nw, max(suggested, nw))
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
-    persistent = "" if loader.persistent_workers or nw == 0 else ", persistent_workers=True"
-    if nw == 0 or nw < cores:
-        fix = (
-            f"Load batches in parallel: DataLoader(..., num_workers={suggested}{persistent}, prefetch_factor=4). "
-            f"The per-sample work then runs in {suggested} processes beside the training step.{cap}" + tune
+    causes: list[str] = []
+    fixes: list[str] = []
+    if nw < cores:
+        causes.append(f"loader settings: {sig.evidence}")
+        measure = f" Measure the best settings on your data: `{tune_cmd}`."
+        fixes.append(
+            f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work then "
+            f"runs in {suggested} processes beside the training step.{cap}{measure}"
+            if gain is not None
+            else f"No gain expected from more workers: the input side is not what holds the step.{cap}{measure}"
         )
-        if gain is None:
-            fix = f"No gain expected from more workers: the input side is not what holds the step.{cap}" + tune
-        out.append(Finding("dataloader", severity(share), share, base + where, fix, gain))
-    if sig.stall in ("prep", "mixed") or (nw >= cores and sig.stall != "fetch"):
-        pshare = share if not out else share * 0.5
-        fix = (
-            f"Make each sample cheaper: profile it with `{prep_cmd}` (per transform, per "
-            "line, GIL check), vectorize Python loops, decode with faster libraries, cache deterministic work."
+    if sig.stall in ("prep", "mixed") or nw >= cores:
+        at = where.removeprefix(" — ") if where else ""
+        detail = sig.evidence if nw >= cores else "the loading is CPU work (prep stall)"
+        causes.append(f"per-sample CPU work: {detail}" + (f", most at {at}" if at else ""))
+        fixes.append(
+            ("" if nw < cores else f"All {cores} cores are already busy preparing data. ")
+            + f"Make each sample cheaper: profile it with `{prep_cmd}` (per transform, per line, GIL check), "
+            "vectorize Python loops, decode with faster libraries, cache deterministic work."
         )
-        if nw >= cores:
-            fix = f"All {cores} cores are already busy preparing data. " + fix
-        ev_text = (
-            f"the per-sample CPU work is the bottleneck (prep stall): {sig.evidence}" + where
-            if out
-            else base + where + ": the per-sample CPU work is the bottleneck (prep stall)"
-        )
-        out.append(Finding("preprocessing", severity(pshare), share, ev_text, fix, gain))
-    return out
+    check: CheckName = "dataloader" if nw < cores else "preprocessing"
+    numbered = len(fixes) > 1
+    fix = " ".join(f"({i}) {f}" if numbered else f for i, f in enumerate(fixes, 1))
+    named = any(c.startswith("per-sample CPU work") for c in causes)  # it names the line already
+    evidence = f"{base}{'' if named else where}; " + ("causes: " if len(causes) > 1 else "cause: ") + "; ".join(causes)
+    return [Finding(check, severity(share), share, evidence, fix, gain, causes)]
+
+
+def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -> str:
+    """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user)."""
+    loader = ev.supply.loader
+    if ev.snippets is not None and framework != "plain":
+        return ev.snippets.dataloader_fix_snippet(job_frames(ev.record), workers, prefetch)
+    persistent = "" if loader is None or loader.persistent_workers or workers == 0 else ", persistent_workers=True"
+    return f"DataLoader(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
 
 
 def logging_check(ev: Evidence) -> list[Finding]:
@@ -259,7 +322,16 @@ def logging_check(ev: Evidence) -> list[Finding]:
         + judged.beside
         + _where(lines)
     )
-    fix = _snippet(ev, "logging", lines) or (
+    code = lines[0].code if lines else ""
+    frames: list[str | Mapping[str, object]] = [*job_frames(record), *({"file": line.file} for line in lines)]
+    fix = _snippet(lambda s: s.logging_fix_snippet(code, frames), ev)
+    if fix is None and "print(" in code:
+        # print() is not logging: only making stdout writes asynchronous (or printing less) helps it.
+        fix = (
+            "Print every N steps, and queue stdout writes on a background thread: "
+            "`from supplyline.fixes import async_stdout; async_stdout()` once before the training loop."
+        )
+    fix = fix or (
         "Log every N steps (`for_log = supplyline.fixes.every(n_steps=50)`), and move handlers off the training "
         "thread with `supplyline.fixes.async_logging()`; never fsync a log inside the loop."
     )
@@ -273,18 +345,56 @@ def checkpoint_check(ev: Evidence) -> list[Finding]:
     if share < MIN_SHARE:
         return []
     saves = [s for s in record.saves if s.in_step]
-    mean_ms = (sum(s.duration_s for s in saves) / len(saves) * 1e3) if saves else 0.0
-    every = (len(record.observed_steps) / len(saves)) if saves else 0.0
     lines = b.phase_lines.get(P.CHECKPOINT, [])
-    text = (
-        f"{len(saves)} synchronous saves inside training steps, {mean_ms:.0f} ms each, about every "
-        f"{every:.0f} steps" + judged.beside + _where(lines)
-    )
-    fix = _snippet(ev, "checkpoint", lines) or (
-        "Save in the background: `ckpt = supplyline.fixes.AsyncCheckpointer('checkpoints', keep_last=3)` then "
-        "`ckpt.save(model.state_dict(), step=step)` — and save less often (by time or on improvement)."
-    )
-    return [Finding("checkpoint", severity(share), share, text, fix, removal_speedup(share))]
+    if not saves:
+        return [
+            Finding(
+                "checkpoint",
+                severity(share),
+                share,
+                "synchronous saves inside training steps" + judged.beside + _where(lines),
+                _GENERIC_CHECKPOINT_FIX,
+                removal_speedup(share),
+            )
+        ]
+    # Several files written together (a model, its optimizer, a scheduler) are one checkpoint.
+    cad = cadence(group_checkpoints(saves))
+    first = saves[0]
+    user = _frame_line(first.user_caller or first.caller)
+    at = f" — called from {user}" if user else ""
+    text = f"{cad.sentence()}, written synchronously inside training steps{judged.beside}{at}"
+    every = round(cad.every_steps) if cad.every_steps else None
+    # The fix is written against the frame that made the save call, never against the user's line
+    # that only leads to it (a `trainer.train()`).
+    caller_code = _source_of(first.caller)
+    fix = _snippet(lambda s: s.checkpoint_fix_snippet(caller_code, first.stack, every_steps=every), ev)
+    return [Finding("checkpoint", severity(share), share, text, fix or _GENERIC_CHECKPOINT_FIX, removal_speedup(share))]
+
+
+_GENERIC_CHECKPOINT_FIX = (
+    "Save in the background: `ckpt = supplyline.fixes.AsyncCheckpointer('checkpoints', keep_last=3)` then "
+    "`ckpt.save(model.state_dict(), step=step)` — and save less often (by time or on improvement)."
+)
+
+
+def _split_frame(frame: str) -> tuple[str, int, str] | None:
+    """``file:line:function`` -> its parts (None when it is not one)."""
+    head, _, function = frame.rpartition(":")
+    path, _, lineno = head.rpartition(":")
+    return (path, int(lineno), function) if path and lineno.isdigit() else None
+
+
+def _source_of(frame: str) -> str:
+    parts = _split_frame(frame)
+    return linecache.getline(parts[0], parts[1]).rstrip("\n") if parts else ""
+
+
+def _frame_line(frame: str) -> str:
+    parts = _split_frame(frame)
+    if not parts:
+        return ""
+    code = linecache.getline(parts[0], parts[1]).strip()
+    return f"{os.path.basename(parts[0])}:{parts[1]}" + (f" `{code}`" if code else "")
 
 
 def transfer_check(ev: Evidence) -> list[Finding]:
@@ -365,13 +475,12 @@ def host_check(ev: Evidence) -> list[Finding]:
     return out
 
 
-def _snippet(ev: Evidence, kind: Literal["logging", "checkpoint"], lines: list[SourceLine]) -> str | None:
-    """The two-line change from supplyline.fixes, written against the user's own line."""
+def _snippet(make: Callable[[FixSnippets], str], ev: Evidence) -> str | None:
+    """The change from supplyline.fixes, written against the user's own line."""
     if ev.snippets is None:
         return None
-    make = ev.snippets.logging_fix_snippet if kind == "logging" else ev.snippets.checkpoint_fix_snippet
     try:
-        return make(lines[0].code if lines else "")
+        return make(ev.snippets)
     except Exception:  # an odd line the snippet parser cannot read: the generic advice stands
         return None
 

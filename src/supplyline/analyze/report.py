@@ -13,13 +13,22 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from supplyline import phases as P
-from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown
-from supplyline.analyze.checks import INPUT_CHECKS, DatasetCommands, Evidence, Finding, FixSnippets, run_checks
+from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown, observed_indices, percentile
+from supplyline.analyze.checks import (
+    INPUT_CHECKS,
+    MIN_SHARE,
+    DatasetCommands,
+    Evidence,
+    Finding,
+    FixSnippets,
+    run_checks,
+)
 from supplyline.analyze.gpu_report import GpuIdleSection, gpu_idle_result, gpu_idle_section
 from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
 from supplyline.analyze.verdict import Verdict, verdict
+from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
@@ -28,8 +37,11 @@ from supplyline.typed import to_plain
 REPORT_VERSION = 1
 WHATIF_LABEL = (
     "what-if phases: the job's last batch replayed (compute-only) and its loader drained with no "
-    "consumer (loader-only); these steps are not part of the observed figures"
+    "consumer (loader-only); these steps are not part of the observed figures. The replay steps are real "
+    "optimizer updates: the script may log them as training batches after the observed ones"
 )
+# The observed steps' spread quoted beside a what-if claim: the 10th and 90th percentiles.
+SPREAD_Q = (0.10, 0.90)
 
 
 @dataclass
@@ -63,7 +75,11 @@ class WhatIfResult:
     observed_steps_per_s: float | None
     compute_only_steps_per_s: float | None
     loader_only_steps_per_s: float | None
+    # "At most N× faster without the input side": only when the replayed step is faster than the
+    # observed steps' own spread and the step waits on data at all; null otherwise (see ``claim``).
     consumer_bound_speedup: float | None
+    observed_step_ms_spread: list[float] | None = None  # [p10, p90] of the observed step times
+    claim: str = ""  # the sentence the renderers print after the rates, true for this run
 
 
 @dataclass
@@ -89,8 +105,10 @@ class LoaderFacts:
 
 @dataclass
 class CheckpointTotals:
-    saves: int
+    saves: int  # outermost save calls, inside and outside steps
     seconds: float
+    checkpoints: int = 0  # saves made together (same step, back to back) counted once, inside steps
+    cadence: str = ""  # "4 checkpoints, every 5 steps, 340 MB each, 1.2 s each" ("" without saves in steps)
 
 
 @dataclass
@@ -170,6 +188,18 @@ class Report:
     # On CUDA: how long the GPU itself waited for the host; left out of report.json when not measured.
     gpu_idle: GpuIdleSection | None = field(default=None, metadata={"omit_none": True})
 
+    @property
+    def no_findings_sentence(self) -> str:
+        """What to say when nothing was found: "keeps up" only where steps were seen to keep up."""
+        if not self.steps.observed:
+            crashed = self.outcome.reason == "exception"
+            return (
+                "No findings: no training step was observed"
+                + (" (the job crashed before its first step)" if crashed else "")
+                + ", so nothing about the supply line can be said."
+            )
+        return "No findings: the supply line keeps up."
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
@@ -200,14 +230,23 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         report_version=REPORT_VERSION,
         target=record.target,
         outcome=OutcomeSummary(**{f.name: getattr(record.outcome, f.name) for f in fields(OutcomeSummary)}),
-        verdict=verdict(b, findings, gpu, trials[0].quote if trials and _matches(trials[0], findings) else ""),
+        verdict=verdict(
+            b,
+            findings,
+            gpu,
+            trials[0].quote if trials and _matches(trials[0], findings) else "",
+            loader_seen=bool(record.loaders),
+        ),
         findings=findings,
         steps=_step_stats(b),
         phase_share=share,
         phase_ms_per_step=ms,
         whatif=_whatif(record, b),
-        dataloader=_loader_facts(sig, commands),
-        dataloader_recommended=recommended_loader(
+        dataloader=_loader_facts(sig, commands, b),
+        # Nothing to recommend from when no step was seen ("the loader keeps up" would be unfounded).
+        dataloader_recommended=None
+        if not b.steps
+        else recommended_loader(
             sig.loader,
             sig.stall,
             record.host.cpu_count,
@@ -217,7 +256,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         top_lines=b.top_lines,
         data_wait_lines=b.data_wait_lines,
         transfers=record.transfers,
-        checkpoints=CheckpointTotals(len(record.saves), sum(s.duration_s for s in record.saves)),
+        checkpoints=_checkpoint_totals(record),
         outside_steps_s=record.outside_steps_s,
         utilization=_utilization(record),
         notes=_notes(record, sig),
@@ -249,13 +288,27 @@ def _step_stats(b: Breakdown) -> StepStats:
     )
 
 
+def _checkpoint_totals(record: RunRecord) -> CheckpointTotals:
+    in_step = [s for s in record.saves if s.in_step]
+    return CheckpointTotals(
+        saves=len(record.saves),
+        seconds=sum(s.duration_s for s in record.saves),
+        checkpoints=len(group_checkpoints(in_step)),
+        cadence=cadence(group_checkpoints(in_step)).sentence() if in_step else "",
+    )
+
+
 def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
     w = record.whatif
-    observed = 1 / b.step_s_median if b.step_s_median else None
+    # ONE observed rate on every screen: the step line's (observed steps over their total time).
+    observed = b.steps_per_s or None
     consumer = 1 / w.compute_only_step_s if w.compute_only_step_s else None
     loader = (
         w.loader_only_batches_per_s / b.batches_per_step if w.loader_only_batches_per_s and b.batches_per_step else None
     )
+    durations = [record.steps["duration_s"][i] for i in observed_indices(record)[0]]
+    spread = [percentile(durations, q) * 1e3 for q in SPREAD_Q] if durations else None
+    speedup, claim = _whatif_claim(w.compute_only_step_s, observed, spread, b.phase_share.get(P.DATA_WAIT, 0.0))
     return WhatIfResult(
         label=WHATIF_LABEL,
         enabled=w.enabled,
@@ -264,7 +317,9 @@ def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
         observed_steps_per_s=observed,
         compute_only_steps_per_s=consumer,
         loader_only_steps_per_s=loader,
-        consumer_bound_speedup=consumer / observed if consumer and observed else None,
+        consumer_bound_speedup=speedup,
+        observed_step_ms_spread=spread,
+        claim=claim,
     )
 
 
@@ -303,8 +358,37 @@ def _matches(trial: Trial, findings: list[Finding]) -> bool:
     return bool(findings) and findings[0].check == trial.fix and bool(trial.quote)
 
 
+def _whatif_claim(
+    replay_step_s: float | None, observed: float | None, spread_ms: list[float] | None, wait_share: float
+) -> tuple[float | None, str]:
+    """(speed-up, sentence): a speed-up is claimed only when the replayed step beats the fast end of
+    the observed steps (their 10th percentile) and the step waits on data at all; a replay within
+    the run's own noise, or a faster replay of a step that hardly waits (its workers competing for
+    the CPU, not its input), is said as such."""
+    if not replay_step_s or not observed or not spread_ms:
+        return None, ""
+    replay_ms = replay_step_s * 1e3
+    noise = f"observed steps {spread_ms[0]:.1f}–{spread_ms[1]:.1f} ms from the 10th to the 90th percentile"
+    if replay_ms >= spread_ms[0]:
+        return None, (
+            f"the replayed step ({replay_ms:.1f} ms) is within the {noise}: no speed-up to expect from the input side"
+        )
+    if wait_share < MIN_SHARE:
+        return None, (
+            f"the step waits on data {wait_share * 100:.0f}% of its time; the replayed step ({replay_ms:.1f} ms, "
+            f"{noise}) is faster because nothing else competes for the CPU, not because of the input"
+        )
+    ratio = (1 / replay_step_s) / observed
+    return ratio, f"a step can go at most {ratio:.2f}× faster without the input side ({noise})"
+
+
 def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
     notes = list(record.notes)
+    if record.whatif.ran:
+        notes.append(
+            "the what-if replay steps were real optimizer updates after the observed steps: the script may have "
+            "logged them as training batches"
+        )
     if not record.loaders:
         notes.append("no DataLoader was seen: data wait cannot be measured")
     elif sig.loader is None:
@@ -339,10 +423,12 @@ def _utilization(record: RunRecord) -> Utilization:
     return out
 
 
-def _loader_facts(sig: SupplySignal, commands: DatasetCommands) -> LoaderFacts | None:
+def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) -> LoaderFacts | None:
     loader = sig.loader
     if loader is None:
         return None
+    # No stall word without a stall: workers idle because they are ahead is not a fetch stall.
+    stall: Stall = sig.stall if b.phase_share.get(P.DATA_WAIT, 0.0) >= MIN_SHARE else "none"
     firsts = loader.first_batch_s
     return LoaderFacts(
         batch_size=loader.batch_size,
@@ -357,7 +443,7 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands) -> LoaderFacts |
         epochs_started=loader.epochs_started,
         time_to_first_batch_s=firsts[0] if firsts else None,
         epoch_first_batch_s=firsts,
-        stall=sig.stall,
+        stall=stall,
         worker_cpu_pct_mean=sig.worker_cpu_pct_mean,
         host_cpu_busy_pct_mean=sig.host_cpu_busy_pct_mean,
         tune_command=commands.tune_command,

@@ -17,7 +17,8 @@ from supplyline.collect.events import LoaderInfo
 from supplyline.collect.samples import Sample
 from supplyline.record import RunRecord
 
-Stall = Literal["prep", "fetch", "mixed", "unknown"]
+# "none": the step did not wait on data (the report's word; the signal itself never says it).
+Stall = Literal["prep", "fetch", "mixed", "unknown", "none"]
 WAIT, WAIT_CPU = f"{P.DATA_WAIT}_s", f"{P.DATA_WAIT}_cpu_s"  # step columns
 
 # Share of the CPU a worker could get (a core, or less when the host is crowded) that it used.

@@ -18,6 +18,7 @@ from supplyline.analyze.gpu_idle import SYNC, GpuIdleResult, gpu_side
 BOUND_SHARE = 0.20  # a supply-side phase at 20% of step time or more is what bounds the step
 OTHER_SHARE = 0.30
 COMPUTE_BOUND = P.COMPUTE_BOUND
+MENTION_SHARE = 0.05  # a phase apart (in-loop evaluation) named in the verdict from this share
 
 
 @dataclass
@@ -26,10 +27,17 @@ class Verdict:
     sentence: str
 
 
-def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = None, measured: str = "") -> Verdict:
+def verdict(
+    b: Breakdown,
+    findings: list[Finding],
+    gpu: GpuIdleResult | None = None,
+    measured: str = "",
+    loader_seen: bool = True,
+) -> Verdict:
     """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time.
 
-    ``measured``: the top finding's trial in words, quoted instead of the bare prediction."""
+    ``measured``: the top finding's trial in words, quoted instead of the bare prediction.
+    ``loader_seen``: the job had a DataLoader, so its wait is a measured figure worth quoting."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
         return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
@@ -53,10 +61,21 @@ def verdict(b: Breakdown, findings: list[Finding], gpu: GpuIdleResult | None = N
             "unknown",
             f"{s[P.OTHER] * 100:.0f}% of step time is in your own code outside the model, the loader and I/O{at}.",
         )
+    # Evaluation inside the loop is time the step spends, but not the model's training work: named apart.
+    apart = [p for p in P.APART if s.get(p.name, 0.0) >= MENTION_SHARE]
+    big = max(apart, key=lambda p: s[p.name], default=None)
+    if big is not None and s[big.name] >= BOUND_SHARE and s[big.name] > s[P.COMPUTE]:
+        return Verdict(
+            COMPUTE_BOUND,
+            f"{s[big.name] * 100:.0f}% of each training step is spent {big.words}, not in training updates; "
+            f"the model's own training work is {s[P.COMPUTE] * 100:.0f}% — evaluate less often to train faster.",
+        )
+    also = "".join(f", {s[p.name] * 100:.0f}% is {p.words}" for p in apart)
+    wait = f" and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%" if loader_seen else ""
     return Verdict(
         COMPUTE_BOUND,
-        f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work "
-        f"and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%.",
+        f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work"
+        f"{also}{wait}.",
     )
 
 

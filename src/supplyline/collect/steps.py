@@ -119,8 +119,11 @@ class StepClock:
             self._open(t)  # first fetch, or another loader's fetches before any update (a pre-training eval loop)
         return True
 
-    def add_fetch(self, counted: bool, wait_s: float, cpu_s: float, started: float = -1.0) -> None:
-        """A fetch that waited ``wait_s`` (it began at ``started`` when it was the outer phase)."""
+    def add_fetch(
+        self, counted: bool, wait_s: float, cpu_s: float, started: float = -1.0, delivered: bool = True
+    ) -> None:
+        """A fetch that waited ``wait_s`` (it began at ``started`` when it was the outer phase);
+        ``delivered`` False for the end-of-epoch fetch, which is waited for but brings no batch."""
         if started >= 0 and self.intervals is not None:
             self.intervals.append((P.DATA_WAIT, started, started + wait_s))
         if not counted:
@@ -131,7 +134,7 @@ class StepClock:
             return
         self.acc[P.DATA_WAIT] += wait_s
         self.data_wait_cpu += cpu_s
-        self.batches += 1
+        self.batches += delivered  # the end-of-epoch fetch is waited for but counts no batch
 
     def update(self, updater_id: int) -> None:
         """An optimizer step finished (or a backward, when the job has no optimizer)."""

@@ -184,13 +184,16 @@ class TorchHooks(Patcher):
             if outer:
                 clock.depth, clock.phase = 1, P.DATA_WAIT
             c0 = _cpu()
+            delivered = False
             try:
                 batch = original(it)
+                delivered = True
             finally:
                 if outer:
                     clock.depth, clock.phase = 0, None
                 wait = _now() - t
-                clock.add_fetch(counted, wait, _cpu() - c0, t if outer else -1.0)
+                # The end-of-epoch fetch (StopIteration) is waited for but brings no batch.
+                clock.add_fetch(counted, wait, _cpu() - c0, t if outer else -1.0, delivered)
             info = hooks.loaders.get(lid)
             if info is not None:
                 info.batches_fetched += 1

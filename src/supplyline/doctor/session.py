@@ -209,6 +209,7 @@ class DoctorSession:
             if self.whatif.enabled and self.clock.train_loader is not None and ctl.last_batch is not None:
                 ctl.mode = Controller.REPLAY
                 self.clock.whatif_label = 1.0
+                _say_replay_starts(n, self.what_if_steps)
                 return
             if self._begin_trials():  # no what-if phases: the trial follows the observed steps
                 return
@@ -465,3 +466,14 @@ def watch(
         record = session.stop(outcome)
         session.record = record  # type: ignore[attr-defined]
         write_outputs(record, out, quiet=quiet)
+
+
+def _say_replay_starts(observed: int, replays: int) -> None:
+    """Once, where the replay starts: its steps are real updates the script may log as training."""
+    with contextlib.suppress(Exception):  # a closed or odd stderr must not harm the job
+        print(
+            f"supplyline doctor: {observed} steps observed; the next {replays} steps are what-if replays of the last "
+            "batch (real optimizer updates: the script may log them as training batches)",
+            file=sys.stderr,
+            flush=True,
+        )

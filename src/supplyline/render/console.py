@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from supplyline import phases as P
+from supplyline.analyze.checks import library_label
 
 if TYPE_CHECKING:
     from supplyline.analyze.report import Report
@@ -41,6 +42,14 @@ def render_summary(report: Report, out_dir: str | None, console: Console | None 
     _trials(c, report)
     _loader(c, report)
     _findings(c, report)
+    if report.data_wait_lines:
+        c.print("\n[bold]Where the data wait goes, by line[/]")
+        for line in report.data_wait_lines[:5]:
+            lib = f" → {escape(library_label(line.library))}" if line.library else ""
+            c.print(
+                f"  {line.share_of_step_time * 100:5.1f}%  {escape(os.path.basename(line.file))}:{line.line}{lib}"
+                f"  {escape(line.code)}"
+            )
     if report.top_lines:
         c.print("\n[bold]Time outside the hooks, by line[/]")
         for line in report.top_lines[:5]:
@@ -88,12 +97,7 @@ def _whatif(c: Console, report: Report) -> None:
     c.print(
         f"\n[bold]What-if[/] (labelled phases after the observed steps): observed "
         f"{w.observed_steps_per_s or 0:.1f} steps/s · compute-only {w.compute_only_steps_per_s or 0:.1f} · "
-        f"loader-only {w.loader_only_steps_per_s or 0:.1f}"
-        + (
-            f" → a step can go at most {w.consumer_bound_speedup:.2f}× faster without the input side"
-            if w.consumer_bound_speedup
-            else ""
-        )
+        f"loader-only {w.loader_only_steps_per_s or 0:.1f}" + (f" → {escape(w.claim)}" if w.claim else "")
     )
 
 
@@ -130,7 +134,8 @@ def _loader(c: Console, report: Report) -> None:
 
 def _findings(c: Console, report: Report) -> None:
     if not report.findings:
-        c.print("\n[green]No findings: the supply line keeps up.[/]")
+        style = "green" if report.steps.observed else "yellow"
+        c.print(f"\n[{style}]{escape(report.no_findings_sentence)}[/]")
         return
     table = Table(show_header=True, header_style="bold", expand=False, show_lines=True)
     table.add_column("#", justify="right")

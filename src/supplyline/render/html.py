@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from supplyline import phases as P
+from supplyline.analyze.checks import library_label
 from supplyline.analyze.report import Report
 from supplyline.record import RunRecord
 from supplyline.render.html_assets import SCRIPT, STYLE
@@ -167,17 +168,13 @@ def _time_plots() -> str:
 
 def _whatif(report: Report) -> str:
     w = report.whatif
-    gain = (
-        f"<p>Without the input side a step could go at most <b>{w.consumer_bound_speedup:.2f}×</b> faster.</p>"
-        if w.consumer_bound_speedup
-        else ""
-    )
+    gain = f'<p id="whatif-claim">{e(w.claim[0].upper() + w.claim[1:])}.</p>' if w.claim else ""
     return f'<h2>What-if</h2><p class="meta">{e(w.label)}</p>' + _figure("whatif", "Steps per second") + gain
 
 
 def _findings(report: Report) -> str:
     if not report.findings:
-        return '<h2>Findings</h2><p id="findings">No findings: the supply line keeps up.</p>'
+        return f'<h2>Findings</h2><p id="findings">{e(report.no_findings_sentence)}</p>'
     cards = []
     for i, f in enumerate(report.findings, 1):
         gain = f" · expected gain {f.expected_speedup:.2f}×" if f.expected_speedup else ""
@@ -200,8 +197,9 @@ def _dataloader(report: Report) -> str:
     )
     facts = [
         f"dataset {d.dataset_type}" + (f" of {d.dataset_len} items" if d.dataset_len else ""),
-        f"stall: {d.stall}",
     ]
+    if d.stall != "none":  # no stall word when the step did not wait on data
+        facts.append(f"stall: {d.stall}")
     if d.time_to_first_batch_s is not None:
         facts.append(f"first batch {d.time_to_first_batch_s * 1e3:.0f} ms")
     if d.worker_cpu_pct_mean is not None:
@@ -221,7 +219,9 @@ def _top_lines(report: Report) -> str:
         return '<h2>Source lines</h2><p id="lines">No source lines were sampled inside the steps.</p>'
     rows = "".join(
         f'<tr><td class="num">{line.share_of_step_time * 100:.1f}%</td><td>{e(line.phase)}</td>'
-        f"<td><code title='{e(line.file)}'>{e(os.path.basename(line.file))}:{e(line.line)}</code></td>"
+        f"<td><code title='{e(line.file)}'>{e(os.path.basename(line.file))}:{e(line.line)}</code>"
+        + (f" → <code>{e(library_label(line.library))}</code>" if line.library else "")
+        + "</td>"
         f"<td><code>{e(line.function)}</code></td><td><code>{e(line.code)}</code></td></tr>"
         for line in lines
     )
