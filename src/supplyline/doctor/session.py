@@ -340,9 +340,9 @@ class DoctorSession:
         self.whatif.ran = bool(replay) and self.whatif.loader_only_batches_per_s is not None
         if self.whatif.enabled and not self.whatif.ran and not self.whatif.note:
             self.whatif.note = (
-                "the script ended before the what-if phases (use --steps N or --seconds T)"
-                if self.observed_steps is None
-                else "the loader ran out during the what-if phases"
+                "the loader ran out during the what-if phases"
+                if self.observed_steps is not None
+                else self._ended_early_note()
             )
         lines = [LineSample(**vars(k), samples=c) for k, c in self.sampler.counts.most_common(200)]
         loaders = [self._loader_entry(lid, info) for lid, info in self.hooks.loaders.items()]
@@ -383,6 +383,14 @@ class DoctorSession:
             distributed=self._distributed_info(),
             trials=self.trials,
         )
+
+    def _ended_early_note(self) -> str:
+        """Why the what-if phases did not run when the script ended on its own; advice only where it helps."""
+        limits = [f"--steps {self.steps_limit}"] if self.steps_limit is not None else []
+        limits += [f"--seconds {self.seconds_limit:g}"] if self.seconds_limit is not None else []
+        if limits:  # the user set a limit and the script ended first: a smaller one would leave room
+            return f"the script ended before {' / '.join(limits)} was reached, so before the what-if phases"
+        return "the script ended before the what-if phases (use --steps N or --seconds T)"
 
     def _loader_entry(self, loader_id: int, info: LoaderInfo) -> LoaderInfo:
         if loader_id != self.clock.train_loader:
