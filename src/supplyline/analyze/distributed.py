@@ -65,6 +65,8 @@ def load_rank_records(directory: str) -> tuple[dict[int, RunRecord], list[str]]:
             found[int(m.group(1))] = load_record(path)
         except UserError as exc:
             notes.append(f"rank {m.group(1)}: record not read ({exc})")
+    if not found and notes:
+        raise UserError(f"no readable rank record in {directory}: " + "; ".join(notes))
     if not found:
         raise UserError(
             f"no rank records in {directory} (expected {directory}/rank-K/record.json from "
@@ -86,7 +88,7 @@ def _job_key(record: RunRecord) -> str:
 
 
 def started_markers(directory: str, job_key: str) -> dict[int, dict[str, Any]]:
-    """The ranks of this job that left a started marker in DIR/rank-K/ (whether or not they wrote a record)."""
+    """The ranks of this job that left a started marker in DIR/rank-K/ and no record: killed before writing it."""
     out: dict[int, dict[str, Any]] = {}
     for path in glob.glob(os.path.join(directory, "rank-*", STARTED_FILE)):
         m = _RANK_DIR.search(os.path.dirname(path))
@@ -95,7 +97,8 @@ def started_markers(directory: str, job_key: str) -> dict[int, dict[str, Any]]:
                 data = json.load(fh)
         except (OSError, ValueError):
             continue
-        if m and isinstance(data, dict) and data.get("job_key") == job_key:
+        written = os.path.exists(os.path.join(os.path.dirname(path), "record.json"))  # unreadable is not killed
+        if m and not written and isinstance(data, dict) and data.get("job_key") == job_key:
             out[int(m.group(1))] = data
     return out
 
