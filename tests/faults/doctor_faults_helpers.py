@@ -207,11 +207,15 @@ def small_tmpfs(directory: str, size: str = "64k") -> Iterator[str]:
 
 def fill(directory: str) -> None:
     """Fill the file system under ``directory`` to the last byte."""
-    with open(os.path.join(directory, "filler"), "wb") as fh:
+    with open(os.path.join(directory, "filler"), "wb", buffering=0) as fh:
         try:
             while True:
                 fh.write(b"\0" * 4096)
-                fh.flush()
+        except OSError:
+            pass
+        try:
+            while True:
+                fh.write(b"\0")
         except OSError:
             pass
 

@@ -214,7 +214,7 @@ def _write(session, outcome, out_dir: str, root_dir: str, args: argparse.Namespa
         )
     try:
         record = session.stop(outcome)
-        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None)
+        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None, failures=session.log_failures)
         if rank is not None:
             _finish_rank(record, report, rank, root_dir, args.quiet)
         if outcome.reason == "stopped" and session.stop_message:

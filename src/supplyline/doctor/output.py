@@ -18,13 +18,15 @@ def _warn(message: str) -> None:
     print(f"supplyline doctor: warning: {message}", file=sys.stderr)
 
 
-def write_outputs(record: RunRecord, out_dir: str, quiet: bool = False) -> Report | None:
+def write_outputs(
+    record: RunRecord, out_dir: str, quiet: bool = False, failures: list[str] | None = None
+) -> Report | None:
     """Save the record first (the source of truth), then everything derived from it.
 
     A failure while deriving degrades to a warning; a file that cannot be written (full disk, no
     permission) is named once with the reason, and the summary is printed all the same.
     """
-    failures: list[str] = []
+    failures = list(failures or [])  # files not written earlier in the run, named in the same line
     saved = False
     try:
         os.makedirs(out_dir, exist_ok=True)

@@ -128,6 +128,7 @@ class DoctorSession:
             self.monitor = Monitor(
                 interval=self.monitor_interval_s, log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid()
             )
+            self.monitor.report_log_errors = False  # named with the report files instead (log_failures)
             self.monitor.start()
         except Exception as exc:  # the diagnosis goes on without host metrics
             self.monitor = None
@@ -178,6 +179,12 @@ class DoctorSession:
             )
         except Exception as exc:  # never fail the report over the GPU side
             return GpuTimeline(available=False, note=f"GPU idle time not measured: {type(exc).__name__}: {exc}")
+
+    @property
+    def log_failures(self) -> list[str]:
+        """Files the session itself could not write (the host samples log on a full disk)."""
+        error = getattr(self.monitor, "log_error", None)
+        return [error] if error else []
 
     def _stop_monitor(self) -> MonitorInfo:
         info = MonitorInfo(interval_s=self.monitor_interval_s)
