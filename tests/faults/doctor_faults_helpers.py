@@ -131,9 +131,11 @@ def torchrun(args: Sequence[str], cwd: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def start_supplyline(args: Sequence[str], cwd: str | None = None) -> subprocess.Popen[str]:
+def start_supplyline(args: Sequence[str], cwd: str | None = None, group: bool = False) -> subprocess.Popen[str]:
+    """``group``: in a process group of its own, to be signalled as a whole (as schedulers do)."""
     return subprocess.Popen(
         [sys.executable, "-m", "supplyline", *args],
+        start_new_session=group,
         cwd=cwd,
         env=child_env(),
         stdout=subprocess.PIPE,

@@ -92,6 +92,20 @@ def test_sigterm_with_dataloader_workers_leaves_no_worker_behind(train, tmp_path
     no_supplyline_frames(err)
 
 
+def test_sigterm_to_the_whole_process_group_with_workers(train, tmp_path):
+    # Slurm and most schedulers signal every process of the job: the forked workers too.
+    out = str(tmp_path / "rep")
+    args = ["doctor", "--quiet", "--out", out, train, "--batches", "100000", "--workers", "2", "--ready-after", "10"]
+    proc = start_supplyline(args, group=True)
+    wait_for_line(proc, "ready")
+    os.killpg(proc.pid, signal.SIGTERM)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == -signal.SIGTERM, err
+    assert load(os.path.join(out, "record.json"))["outcome"]["reason"] == "terminated"
+    no_supplyline_frames(err)
+    assert "Traceback" not in err  # no worker printed one either
+
+
 def test_sigint_still_writes_the_report_with_exit_130(train, tmp_path):
     out = str(tmp_path / "rep")
     proc = start_supplyline(["doctor", "--quiet", "--out", out, train, "--batches", "100000", "--ready-after", "20"])

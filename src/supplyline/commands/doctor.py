@@ -126,7 +126,7 @@ def _start_live(session, title: str):
 def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     from supplyline.doctor.ranks import Terminated, rank_dir, write_started
     from supplyline.doctor.session import DoctorSession
-    from supplyline.doctor.signals import HardExitHook, SigtermGuard
+    from supplyline.doctor.signals import HardExitHook, SigtermGuard, quiet_workers
     from supplyline.launch import Outcome, run_target
     from supplyline.record import TargetInfo
 
@@ -171,6 +171,7 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         if written:
             return
         written.append(True)
+        quiet_workers()
         if live is not None:
             live.stop()
         _write(session, outcome, out_dir, root_dir, args, rank)
@@ -198,8 +199,6 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
 
 
 def _write(session, outcome, out_dir: str, root_dir: str, args: argparse.Namespace, rank) -> None:  # type: ignore[no-untyped-def]
-    from supplyline.doctor.output import write_outputs
-
     if outcome.exception_type == "Terminated":
         outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
         who = f"rank {rank.rank}: " if rank else ""
@@ -213,6 +212,8 @@ def _write(session, outcome, out_dir: str, root_dir: str, args: argparse.Namespa
             f"supplyline doctor: the script called os._exit({outcome.exit_code}); writing the report", file=sys.stderr
         )
     try:
+        from supplyline.doctor.output import write_outputs
+
         record = session.stop(outcome)
         report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None, failures=session.log_failures)
         if rank is not None:

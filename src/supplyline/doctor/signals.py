@@ -8,9 +8,9 @@ write would lose it. Once the files are written the process ends as SIGTERM woul
 (killed by the signal: a shell sees 143, torchrun sees -15).
 
 ``os._exit(n)`` ends a process without unwinding; the guard replaces it while the script runs with
-a function that first writes what was collected, then calls the real ``os._exit(n)``. Only in this
-process and its main thread: a forked DataLoader worker inherits the patched function and must exit
-exactly as before.
+a function that first writes what was collected, then calls the real ``os._exit(n)``. Both act only in
+this process (and ``os._exit`` in its main thread): a forked DataLoader worker inherits the handler
+and the patched function, and must end exactly as before (a scheduler signals the whole group).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class SigtermGuard:
         self._raising = False
         self._installed = False
         self._previous: Any = None
+        self._pid = os.getpid()
 
     def install(self) -> None:
         try:
@@ -46,9 +47,14 @@ class SigtermGuard:
         self._raising = False
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != self._pid:  # a forked DataLoader worker inherited us: die as it would have
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         self.received = True
         if self._raising:
             self._raising = False  # one exception at most: a second SIGTERM must not hit the unwinding
+            quiet_workers()  # the group's workers die of the same signal: no error about it while unwinding
             raise Terminated("stopped by SIGTERM (a scheduler's time limit, or torchrun after another rank failed)")
 
     def uninstall(self) -> None:
@@ -66,6 +72,16 @@ class SigtermGuard:
                 pass
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def quiet_workers() -> None:
+    """Once the script has ended, a DataLoader worker dying (the scheduler signals the whole group)
+    must not raise into our writing: torch's SIGCHLD handler, left installed by the script's
+    DataLoader, raises "DataLoader worker is killed" in the main thread at any bytecode."""
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    except (ValueError, AttributeError):  # not the main thread; no SIGCHLD on this platform
+        pass
 
 
 class HardExitHook:
