@@ -97,7 +97,7 @@ def _package_without_main(module: str) -> bool:
     except (ImportError, ValueError):
         return False
     locations = list(spec.submodule_search_locations or []) if spec else []
-    if not locations:
+    if spec is None or not locations:
         return False  # a plain module
     return not any(
         os.path.exists(os.path.join(d, name)) for d in locations for name in ("__main__.py", "__main__.pyc")

@@ -151,10 +151,11 @@ def merge_records(records: dict[int, RunRecord], started: dict[int, dict[str, An
     first = next(iter(records.values()))
     world = int((first.distributed or {}).get("world_size") or len(records))
     missing = [r for r in range(world) if r not in records]
-    killed = [r for r in missing if r in (started or {})]
+    markers: dict[int, dict[str, Any]] = started or {}
+    killed = [r for r in missing if r in markers]
     active = [row for row in rows if row["steps"] > 0]
     straggler = find_straggler(active)
-    crashes = killed_list(killed, started or {}) + crash_list(rows)
+    crashes = killed_list(killed, markers) + crash_list(rows)
     for i, crash in enumerate(crashes):
         crash["first"] = i == 0
     for row in rows:

@@ -13,6 +13,8 @@ from supplyline.errors import UserError
 if TYPE_CHECKING:  # the command module stays light: torch loads only when a job runs
     from supplyline.analyze.report import Report
     from supplyline.doctor.ranks import RankInfo
+    from supplyline.doctor.session import DoctorSession
+    from supplyline.launch import Outcome
     from supplyline.record import RunRecord
 
 NAME = "doctor"
@@ -198,7 +200,14 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     return outcome.exit_code
 
 
-def _write(session, outcome, out_dir: str, root_dir: str, args: argparse.Namespace, rank) -> None:  # type: ignore[no-untyped-def]
+def _write(
+    session: DoctorSession,
+    outcome: Outcome,
+    out_dir: str,
+    root_dir: str,
+    args: argparse.Namespace,
+    rank: RankInfo | None,
+) -> None:
     if outcome.exception_type == "Terminated":
         outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
         who = f"rank {rank.rank}: " if rank else ""

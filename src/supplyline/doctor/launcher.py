@@ -101,8 +101,8 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
         first = next(iter(records.values()))
         world = int((first.distributed or {}).get("world_size") or len(records))
         # torchrun has ended: a rank of this node that left a started marker and no record was killed
-        started = started_markers(out_dir, str((first.distributed or {}).get("job_key")))
-        if len(records) + len([r for r in started if r not in records]) < world:
+        killed = started_markers(out_dir, str((first.distributed or {}).get("job_key")))
+        if len(records) + len([r for r in killed if r not in records]) < world:
             print(
                 f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
                 f"report is on the node of rank 0, or copy every node's rank-K folders here and run "
