@@ -74,7 +74,7 @@ def test_command_not_found(cli) -> None:
 def test_interval_must_be_positive(cli, interval) -> None:
     result = cli(["monitor", "--interval", interval, "--duration", "1"], timeout=60)
     assert result.returncode == 2
-    assert "--interval must be > 0" in _one_clean_line(result.stderr)
+    assert "--interval: must be more than 0" in _one_clean_line(result.stderr)
 
 
 def test_unwritable_log_fails_before_the_command_runs(cli, tmp_path) -> None:

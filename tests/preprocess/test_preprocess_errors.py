@@ -66,7 +66,7 @@ BAD_INPUTS = [
     (["no_such_module_xyz:ds"], "cannot import 'no_such_module_xyz'"),
     (["pp_datasets:missing"], "has no attribute 'missing'"),
     (["pp_datasets"], "is not MODULE:ATTR"),
-    (["pp_datasets:three_stages", "--samples", "0"], "--samples must be at least 1"),
+    (["pp_datasets:three_stages", "--samples", "0"], "--samples: must be at least 1"),
     (["pp_datasets:three_stages", "--transform-attr", "nope"], "no attribute 'nope'"),
 ]
 
