@@ -34,7 +34,11 @@ def atomic_write_bytes(path: str, data: bytes) -> None:
 
 
 def atomic_write_text(path: str, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a path with non-UTF-8 bytes (decoded as lone surrogates): written as \udcff
+        data = text.encode("utf-8", errors="backslashreplace")
+    atomic_write_bytes(path, data)
 
 
 def atomic_write_json(path: str, obj: Any) -> None:

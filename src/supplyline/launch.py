@@ -9,6 +9,7 @@ code in a real module registered as ``sys.modules["__main__"]``, so pickle finds
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import os
 import runpy
@@ -60,6 +61,10 @@ def parse_target(words: list[str], module: str | None = None) -> Target:
     if module is not None:
         if not _module_exists(module):
             raise UserError(f"no module named '{module}' (is it installed, or are you in the right directory?)")
+        if _package_without_main(module):  # python's own words, and its exit code
+            raise UserError(
+                f"No module named {module}.__main__; '{module}' is a package and cannot be directly executed", code=1
+            )
         return Target("module", module, words)
     if not words:
         raise UserError("no training script given (usage: supplyline doctor train.py [ARGS...])")
@@ -82,6 +87,31 @@ def _module_exists(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _package_without_main(module: str) -> bool:
+    """A package ``python -m`` cannot run. Looked up on disk, not imported: the package's own
+    ``__init__`` must run under the doctor's hooks, as part of the job."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if spec is None or not locations:
+        return False  # a plain module
+    return not any(
+        os.path.exists(os.path.join(d, name)) for d in locations for name in ("__main__.py", "__main__.pyc")
+    ) and not _main_in_archive(spec)
+
+
+def _main_in_archive(spec: importlib.machinery.ModuleSpec) -> bool:
+    """A package inside a zip (or another loader): ask the loader, as runpy would, without importing."""
+    if isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+        return False
+    try:
+        return importlib.util.find_spec(f"{spec.name}.__main__") is not None
+    except (ImportError, ValueError):
+        return True  # cannot tell: let runpy decide
 
 
 @dataclass
@@ -132,11 +162,22 @@ def run_target(target: Target, on_stop: Callable[[], None] | None = None) -> Out
 
 
 def _script_traceback(exc: BaseException) -> str:
-    """The traceback as python would print it, minus supplyline's and runpy's own frames."""
-    tb = exc.__traceback__
-    while tb is not None and _is_ours(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
-    return "".join(traceback.format_exception(type(exc), exc, tb))
+    """The traceback as python would print it, minus supplyline's and runpy's own frames: the runner's
+    frames at the top, and our hooks' wrappers (``__next__``, ``backward``...) in the middle of the
+    user's stack, of this exception and of the ones chained to it."""
+    te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    _trim(te, set())
+    return "".join(te.format())
+
+
+def _trim(te: traceback.TracebackException, seen: set[int]) -> None:
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    te.stack = traceback.StackSummary.from_list([f for f in te.stack if not _is_ours(f.filename)])
+    for chained in (te.__cause__, te.__context__, *(getattr(te, "exceptions", None) or [])):
+        if chained is not None:
+            _trim(chained, seen)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -105,7 +105,9 @@ def test_sys_exit_code_is_kept(doctor, tmp_path, zoo_path):
 def test_bad_options(doctor, zoo_path):
     assert doctor("--steps", "0", "x.py").proc.returncode == 2
     run = doctor("--seconds", "-1", "x.py")
-    assert run.proc.stderr.strip() == "supplyline doctor: --seconds must be greater than 0"
+    assert run.proc.stderr.strip() == (
+        "supplyline doctor: argument --seconds: must be more than 0 seconds, not -1 (see supplyline doctor --help)"
+    )
 
 
 @pytest.mark.slow

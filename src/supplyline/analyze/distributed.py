@@ -13,6 +13,7 @@ and its cause is the phase in which it exceeds the other ranks most.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import statistics
@@ -42,6 +43,10 @@ STRAGGLER_MIN_MS = 2.0
 STRAGGLER_MIN_LEAD = 0.75
 STRAGGLER_MIN_STEPS = 5
 _RANK_DIR = re.compile(r"rank-(\d+)$")
+# Written by each rank before its script runs (doctor/ranks.py): a rank with this file and no record
+# started and was killed outright (SIGKILL, the OOM killer) or died in native code.
+STARTED_FILE = "started.json"
+KILLED_MESSAGE = "no record: killed (SIGKILL, e.g. the OOM killer) or crashed in native code"
 
 
 def is_distributed_dir(directory: str) -> bool:
@@ -60,6 +65,8 @@ def load_rank_records(directory: str) -> tuple[dict[int, RunRecord], list[str]]:
             found[int(m.group(1))] = load_record(path)
         except UserError as exc:
             notes.append(f"rank {m.group(1)}: record not read ({exc})")
+    if not found and notes:
+        raise UserError(f"no readable rank record in {directory}: " + "; ".join(notes))
     if not found:
         raise UserError(
             f"no rank records in {directory} (expected {directory}/rank-K/record.json from "
@@ -76,13 +83,30 @@ def load_rank_records(directory: str) -> tuple[dict[int, RunRecord], list[str]]:
 
 
 def _job_key(record: RunRecord) -> str:
-    return str((record.distributed or {}).get("job_key", "single-process"))
+    d = record.distributed
+    return str(d.get("job_key", "single-process")) if isinstance(d, dict) else "single-process"
+
+
+def started_markers(directory: str, job_key: str) -> dict[int, dict[str, Any]]:
+    """The ranks of this job that left a started marker in DIR/rank-K/ and no record: killed before writing it."""
+    out: dict[int, dict[str, Any]] = {}
+    for path in glob.glob(os.path.join(directory, "rank-*", STARTED_FILE)):
+        m = _RANK_DIR.search(os.path.dirname(path))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        written = os.path.exists(os.path.join(os.path.dirname(path), "record.json"))  # unreadable is not killed
+        if m and not written and isinstance(data, dict) and data.get("job_key") == job_key:
+            out[int(m.group(1))] = data
+    return out
 
 
 def merge_dir(directory: str) -> dict[str, Any]:
     """Merge DIR/rank-*/record.json into DIR/report.json; returns the merged report."""
     records, notes = load_rank_records(directory)
-    report = merge_records(records)
+    report = merge_records(records, started_markers(directory, _job_key(next(iter(records.values())))))
     report["notes"] = notes + report["notes"]
     atomic_write_json(os.path.join(directory, "report.json"), report)
     return report
@@ -121,21 +145,27 @@ def rank_row(rank: int, record: RunRecord) -> dict[str, Any]:
     }
 
 
-def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
+def merge_records(records: dict[int, RunRecord], started: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """``started``: the ranks' started markers; a missing rank with one was killed before writing its record."""
     rows = [rank_row(r, rec) for r, rec in sorted(records.items())]
     first = next(iter(records.values()))
     world = int((first.distributed or {}).get("world_size") or len(records))
     missing = [r for r in range(world) if r not in records]
+    markers: dict[int, dict[str, Any]] = started or {}
+    killed = [r for r in missing if r in markers]
     active = [row for row in rows if row["steps"] > 0]
     straggler = find_straggler(active)
-    crashes = crash_list(rows)
+    crashes = killed_list(killed, markers) + crash_list(rows)
+    for i, crash in enumerate(crashes):
+        crash["first"] = i == 0
     for row in rows:
         del row["_own_series"]
     notes: list[str] = []
-    if missing:
+    unknown = [r for r in missing if r not in killed]
+    if unknown:
         notes.append(
-            f"no record from rank(s) {missing}: killed before writing, or their node's rank-K folders "
-            f"were not copied into this directory"
+            f"no record from rank(s) {unknown}: killed before writing, its record unreadable, or their node's "
+            f"rank-K folders were not copied into this directory"
         )
     if any(row["collectives"].get("cuda_buckets") for row in rows):
         notes.append(
@@ -153,7 +183,7 @@ def merge_records(records: dict[int, RunRecord]) -> dict[str, Any]:
             "target": first.target.name,
             "args": first.target.args,
         },
-        "verdict": job_verdict(active, straggler, crashes),
+        "verdict": job_verdict(active, straggler, crashes, missing),
         "straggler": straggler,
         "side_by_side": side_by_side(active),
         "ranks": rows,
@@ -240,6 +270,22 @@ def leads_share(slow: dict[str, Any], others: list[dict[str, Any]], margin_ms: f
     return leads / n
 
 
+def killed_list(ranks: list[int], started: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranks that started and left no record: the kill is the cause the survivors' errors follow from."""
+    return [
+        {
+            "rank": r,
+            "reason": "killed",
+            "exit_code": None,
+            "exception_type": None,
+            "exception_message": f"{KILLED_MESSAGE} (pid {started[r].get('pid')} on {started[r].get('hostname')})",
+            "steps_before": None,
+            "first": False,
+        }
+        for r in ranks
+    ]
+
+
 def crash_list(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Ranks that did not end cleanly, the cause first: a rank's own failure before a signal before a
     peer's transport error (those follow from the first), then by the time each record was written."""
@@ -285,6 +331,15 @@ def _consequence_rank(outcome: dict[str, Any]) -> int:
     return 1 if outcome["reason"] in ("terminated", "interrupted") else 0
 
 
+def _among(rows: list[dict[str, Any]]) -> str:
+    if len(rows) < 2:
+        return ""
+    spread = (max(r["own_ms"] for r in rows) - min(r["own_ms"] for r in rows)) / max(
+        statistics.median(r["step_ms"] for r in rows), 1e-9
+    )
+    return f"The {len(rows)} ranks with a record keep pace with each other (own work within {spread * 100:.0f}% of a step)."
+
+
 def _first_line(message: str | None, limit: int = 240) -> str | None:
     """Peers of a crashed rank fail with long transport errors; their first line says enough."""
     if not message:
@@ -296,15 +351,30 @@ def _first_line(message: str | None, limit: int = 240) -> str | None:
 
 
 def job_verdict(
-    rows: list[dict[str, Any]], straggler: dict[str, Any] | None, crashes: list[dict[str, Any]]
+    rows: list[dict[str, Any]],
+    straggler: dict[str, Any] | None,
+    crashes: list[dict[str, Any]],
+    missing: list[int] | None = None,
 ) -> dict[str, str]:
     crash = ""
     if crashes:
         c = crashes[0]
-        what = (
-            f"{c['exception_type']}: {c['exception_message']}" if c["exception_type"] else f"exit code {c['exit_code']}"
-        )
-        crash = f"Rank {c['rank']} failed after {c['steps_before']} steps ({what}). "
+        if c["reason"] == "killed":
+            crash = f"Rank {c['rank']} ended with {KILLED_MESSAGE}. "
+        else:
+            what = (
+                f"{c['exception_type']}: {c['exception_message']}"
+                if c["exception_type"]
+                else f"exit code {c['exit_code']}"
+            )
+            crash = f"Rank {c['rank']} failed after {c['steps_before']} steps ({what}). "
+    if missing and straggler is None:
+        # Without a rank's record nothing says whether the others waited for it: no "no straggler" claim.
+        return {
+            "bound": "unknown",
+            "sentence": crash + f"Cannot judge whether rank(s) {missing} held the others back: no record from "
+            f"{'it' if len(missing) == 1 else 'them'}. " + _among(rows),
+        }
     if not rows:
         return {"bound": "unknown", "sentence": crash + "No rank observed a training step."}
     if straggler is not None:

@@ -76,6 +76,10 @@ class Monitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._log: IO[str] | None = None
+        # A log that cannot be written: the reason, and whether to warn about it here (the doctor
+        # names it with its other files instead).
+        self.log_error: str | None = None
+        self.report_log_errors = True
         self._csv_file: IO[str] | None = None
         self._csv: Any = None
         self._csv_columns: list[str] = []
@@ -195,6 +199,11 @@ class Monitor:
         )
         try:
             self._write(sample)  # first, so the log is never behind monitor.samples
+        except OSError as exc:  # a full disk: stop logging, keep sampling in memory
+            self.log_error = f"{os.path.basename(self.log_path or self.csv_path or 'log')}: {exc.strerror or exc}"
+            self._close_files()
+            if self.report_log_errors:
+                raise
         finally:
             self.samples.append(sample)  # kept even when the log's disk is full
         if self._on_sample is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -14,6 +13,8 @@ from supplyline.errors import UserError
 if TYPE_CHECKING:  # the command module stays light: torch loads only when a job runs
     from supplyline.analyze.report import Report
     from supplyline.doctor.ranks import RankInfo
+    from supplyline.doctor.session import DoctorSession
+    from supplyline.launch import Outcome
     from supplyline.record import RunRecord
 
 NAME = "doctor"
@@ -125,10 +126,10 @@ def _start_live(session, title: str):
 
 
 def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
-    from supplyline.doctor.output import write_outputs
-    from supplyline.doctor.ranks import rank_dir, sigterm_raises
+    from supplyline.doctor.ranks import Terminated, rank_dir, write_started
     from supplyline.doctor.session import DoctorSession
-    from supplyline.launch import run_target
+    from supplyline.doctor.signals import HardExitHook, SigtermGuard, quiet_workers
+    from supplyline.launch import Outcome, run_target
     from supplyline.record import TargetInfo
 
     info = TargetInfo(target.kind, target.name, target.args, os.getcwd())
@@ -164,23 +165,66 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         if args.live
         else None
     )
-    guard = sigterm_raises() if rank is not None else contextlib.nullcontext()
-    try:
-        with guard:
-            outcome = run_target(target)
-    finally:
+    guard = SigtermGuard()
+    written: list[bool] = []
+
+    def finish(outcome: Outcome) -> None:
+        """Everything after the script: its own output, then our record, report and summary (once)."""
+        if written:
+            return
+        written.append(True)
+        quiet_workers()
         if live is not None:
             live.stop()
+        _write(session, outcome, out_dir, root_dir, args, rank)
+
+    hard_exit = HardExitHook(lambda code: finish(Outcome(code, "os_exit")))
+    if rank is not None:
+        write_started(root_dir, rank)
+    guard.install()
+    hard_exit.install()
+    try:
+        outcome = run_target(target)
+    except Terminated as exc:  # the signal landed just as the script ended
+        outcome = Outcome(143, "terminated", "Terminated", str(exc))
+    finally:
+        guard.stop_raising()
+        hard_exit.uninstall()
+    try:
+        finish(outcome)
+    finally:
+        guard.uninstall()
+    if guard.received:
+        guard.exit_as_terminated()
+        return 143
+    return outcome.exit_code
+
+
+def _write(
+    session: DoctorSession,
+    outcome: Outcome,
+    out_dir: str,
+    root_dir: str,
+    args: argparse.Namespace,
+    rank: RankInfo | None,
+) -> None:
     if outcome.exception_type == "Terminated":
         outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
-        print(f"supplyline doctor: rank {rank.rank if rank else '?'}: {outcome.exception_message}", file=sys.stderr)
+        who = f"rank {rank.rank}: " if rank else ""
+        print(f"supplyline doctor: {who}{outcome.exception_message}; writing the report", file=sys.stderr)
     if outcome.traceback_text:
         sys.stderr.write(outcome.traceback_text)  # the script's own traceback, as python would show it
     elif outcome.reason == "sys_exit" and outcome.exception_message:
         print(outcome.exception_message, file=sys.stderr)
+    elif outcome.reason == "os_exit":
+        print(
+            f"supplyline doctor: the script called os._exit({outcome.exit_code}); writing the report", file=sys.stderr
+        )
     try:
+        from supplyline.doctor.output import write_outputs
+
         record = session.stop(outcome)
-        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None)
+        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None, failures=session.log_failures)
         if rank is not None:
             _finish_rank(record, report, rank, root_dir, args.quiet)
         if outcome.reason == "stopped" and session.stop_message:
@@ -192,7 +236,6 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
             f"supplyline doctor: warning: the report could not be written ({type(exc).__name__}: {exc})",
             file=sys.stderr,
         )
-    return outcome.exit_code
 
 
 def _finish_rank(record: RunRecord, report: Report | None, rank: RankInfo, root_dir: str, quiet: bool) -> None:

@@ -88,7 +88,7 @@ def launch_ranks(target: Any, out_dir: str, args: argparse.Namespace) -> int:
 
 def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
     """If no rank merged (a crash, records split across nodes), merge here when every rank's record is here."""
-    from supplyline.analyze.distributed import is_distributed_dir, load_rank_records, merge_dir
+    from supplyline.analyze.distributed import is_distributed_dir, load_rank_records, merge_dir, started_markers
     from supplyline.render.distributed import render_merged
 
     merged = os.path.join(out_dir, "report.json")
@@ -98,8 +98,11 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
         return
     try:
         records, _ = load_rank_records(out_dir)
-        world = int((next(iter(records.values())).distributed or {}).get("world_size") or len(records))
-        if len(records) < world:
+        first = next(iter(records.values()))
+        world = int((first.distributed or {}).get("world_size") or len(records))
+        # torchrun has ended: a rank of this node that left a started marker and no record was killed
+        killed = started_markers(out_dir, str((first.distributed or {}).get("job_key")))
+        if len(records) + len([r for r in killed if r not in records]) < world:
             print(
                 f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
                 f"report is on the node of rank 0, or copy every node's rank-K folders here and run "

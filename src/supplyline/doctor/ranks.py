@@ -17,17 +17,18 @@ in the first of these ways that works:
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import os
-import signal
 import socket
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import psutil
+
+from supplyline.analyze.distributed import STARTED_FILE
 from supplyline.record import RunRecord
 
 GATHER_TIMEOUT_S = 180.0  # covers a slow rank still draining its loader in the what-if phase
@@ -85,25 +86,20 @@ class Terminated(BaseException):
     """SIGTERM from the launcher (torchrun stops the other ranks when one fails)."""
 
 
-@contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into an exception so the rank's record is written before it exits.
-
-    torchrun gives its workers 30 s between SIGTERM and SIGKILL: plenty for one record.
-    """
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated("stopped by SIGTERM (torchrun sends it when another rank fails; so do schedulers)")
+def write_started(out_dir: str, info: RankInfo) -> None:
+    """Leave ``rank-K/started.json`` before the script runs: a rank killed outright (SIGKILL, the OOM
+    killer) writes no record, and this is how the others and the merge learn it existed and died."""
+    from supplyline.atomic import atomic_write_json
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        created = psutil.Process().create_time()
+        os.makedirs(rank_dir(out_dir, info.rank), exist_ok=True)
+        atomic_write_json(
+            os.path.join(rank_dir(out_dir, info.rank), STARTED_FILE),
+            {"job_key": info.job_key, "pid": os.getpid(), "hostname": info.hostname, "create_time": created},
+        )
+    except (OSError, psutil.Error):  # the record is what matters; without the marker a kill is only "missing"
+        pass
 
 
 def finish_rank(record: RunRecord, info: RankInfo, out_dir: str, quiet: bool) -> dict[str, Any] | None:
@@ -169,10 +165,36 @@ def _same_job_on_disk(path: str, job_key: str) -> bool:
 
 
 def _all_records_here(out_dir: str, info: RankInfo) -> bool:
+    """Every rank of this job has written its record here, or has died on this machine without one."""
     return all(
         _same_job_on_disk(os.path.join(rank_dir(out_dir, r), "record.json"), info.job_key)
+        or _died_here(out_dir, r, info)
         for r in range(info.world_size)
     )
+
+
+def _died_here(out_dir: str, rank: int, info: RankInfo) -> bool:
+    """Rank ``rank`` of this job started on this machine and its process is gone, with no record."""
+    import json
+
+    try:
+        with open(os.path.join(rank_dir(out_dir, rank), STARTED_FILE), encoding="utf-8") as fh:
+            started = json.load(fh)
+        if started.get("job_key") != info.job_key or started.get("hostname") != info.hostname:
+            return False
+        return not _alive(int(started["pid"]), float(started["create_time"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _alive(pid: int, create_time: float) -> bool:
+    try:
+        p = psutil.Process(pid)
+        return abs(p.create_time() - create_time) < 1.0 and p.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:  # cannot tell: treat as alive, so nobody merges without it
+        return True
 
 
 def _claim_merge(out_dir: str, info: RankInfo) -> bool:

@@ -128,6 +128,7 @@ class DoctorSession:
             self.monitor = Monitor(
                 interval=self.monitor_interval_s, log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid()
             )
+            self.monitor.report_log_errors = False  # named with the report files instead (log_failures)
             self.monitor.start()
         except Exception as exc:  # the diagnosis goes on without host metrics
             self.monitor = None
@@ -178,6 +179,12 @@ class DoctorSession:
             )
         except Exception as exc:  # never fail the report over the GPU side
             return GpuTimeline(available=False, note=f"GPU idle time not measured: {type(exc).__name__}: {exc}")
+
+    @property
+    def log_failures(self) -> list[str]:
+        """Files the session itself could not write (the host samples log on a full disk)."""
+        error = getattr(self.monitor, "log_error", None)
+        return [error] if error else []
 
     def _stop_monitor(self) -> MonitorInfo:
         info = MonitorInfo(interval_s=self.monitor_interval_s)
@@ -341,9 +348,9 @@ class DoctorSession:
         self.whatif.ran = bool(replay) and self.whatif.loader_only_batches_per_s is not None
         if self.whatif.enabled and not self.whatif.ran and not self.whatif.note:
             self.whatif.note = (
-                "the script ended before the what-if phases (use --steps N or --seconds T)"
-                if self.observed_steps is None
-                else "the loader ran out during the what-if phases"
+                "the loader ran out during the what-if phases"
+                if self.observed_steps is not None
+                else self._ended_early_note()
             )
         lines = [LineSample(**vars(k), samples=c) for k, c in self.sampler.counts.most_common(200)]
         loaders = [self._loader_entry(lid, info) for lid, info in self.hooks.loaders.items()]
@@ -384,6 +391,14 @@ class DoctorSession:
             distributed=self._distributed_info(),
             trials=self.trials,
         )
+
+    def _ended_early_note(self) -> str:
+        """Why the what-if phases did not run when the script ended on its own; advice only where it helps."""
+        limits = [f"--steps {self.steps_limit}"] if self.steps_limit is not None else []
+        limits += [f"--seconds {self.seconds_limit:g}"] if self.seconds_limit is not None else []
+        if limits:  # the user set a limit and the script ended first: a smaller one would leave room
+            return f"the script ended before {' / '.join(limits)} was reached, so before the what-if phases"
+        return "the script ended before the what-if phases (use --steps N or --seconds T)"
 
     def _loader_entry(self, loader_id: int, info: LoaderInfo) -> LoaderInfo:
         if loader_id != self.clock.train_loader:

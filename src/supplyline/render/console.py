@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -23,8 +24,11 @@ def _bar(share: float, width: int = 24) -> str:
     return "█" * n + "·" * (width - n)
 
 
-def render_summary(report: Report, out_dir: str | None, console: Console | None = None) -> None:
-    """The summary on the terminal; ``out_dir`` None when no file could be written."""
+def render_summary(
+    report: Report, out_dir: str | None, console: Console | None = None, written: Sequence[str] | None = None
+) -> None:
+    """The summary on the terminal; ``out_dir`` None when no file could be written, ``written`` the
+    files that were (all of them when not given)."""
     c = console or Console(stderr=True, highlight=False)
     t, o = report.target, report.outcome
     how = o.stop_message or {
@@ -61,7 +65,10 @@ def render_summary(report: Report, out_dir: str | None, console: Console | None 
     for note in report.notes:
         c.print(f"[dim]note: {escape(note)}[/]")
     if out_dir is not None:
-        c.print(f"\nReport: {escape(out_dir)}/ (record.json, report.json, report.html, trace.json)")
+        names = ", ".join(
+            written if written is not None else ("record.json", "report.json", "report.html", "trace.json")
+        )
+        c.print(f"\nReport: {escape(out_dir)}/ ({names})")
 
 
 def _steps(c: Console, report: Report) -> None:

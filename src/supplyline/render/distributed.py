@@ -66,10 +66,11 @@ def render_merged(report: dict[str, Any], out_dir: str, console: Console | None 
         what = (
             f"{crash['exception_type']}: {crash['exception_message']}"
             if crash["exception_type"]
-            else f"exit code {crash['exit_code']}"
+            else crash["exception_message"] or f"exit code {crash['exit_code']}"
         )
         tag = "[bold red]first failure[/]" if crash["first"] else "[dim]then[/]"
-        c.print(f"  {tag} rank {crash['rank']} after {crash['steps_before']} steps — {escape(what)}")
+        when = "" if crash["steps_before"] is None else f" after {crash['steps_before']} steps"
+        c.print(f"  {tag} rank {crash['rank']}{when} — {escape(what)}")
     for note in report["notes"]:
         c.print(f"[dim]note: {escape(note)}[/]")
     c.print(f"\nMerged report: {escape(out_dir)}/report.json · per rank: {escape(out_dir)}/rank-K/")

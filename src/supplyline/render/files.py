@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from supplyline.atomic import atomic_write_text
+from supplyline.errors import UserError
 
 if TYPE_CHECKING:
     from supplyline.analyze.report import Report
@@ -72,8 +73,16 @@ def write_files(report: Report, record: RunRecord, out_dir: str, kinds: Iterable
         path = os.path.join(out_dir, renderer.filename)
         try:
             atomic_write_text(path, renderer.build(report, record))
-        except OSError as exc:
-            done.failures.append(f"{renderer.filename}: {exc.strerror or exc}")
+        except (OSError, UserError) as exc:  # atomic writes say UserError("cannot write PATH: ...") from OSError
+            done.failures.append(f"{renderer.filename}: {write_failure(exc)}")
             continue
         done.paths.append(path)
     return done
+
+
+def write_failure(exc: BaseException) -> str:
+    """The reason a file could not be written, without the path the caller already names."""
+    cause = exc if isinstance(exc, OSError) else exc.__cause__
+    if isinstance(cause, OSError):
+        return str(cause.strerror or cause)
+    return str(exc)
