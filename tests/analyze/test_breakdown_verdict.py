@@ -53,6 +53,20 @@ def test_verdicts() -> None:
 def test_other_dominant_is_unknown_with_its_line(tmp_path) -> None:
     src = tmp_path / "train.py"
     src.write_text("busy_python()\n")
-    b = breakdown(record(compute_hooked=0.001, line_samples=[line("unhooked", "user", str(src), 1, 5)]))
+    b = breakdown(record(compute_hooked=0.001, line_samples=[line("unhooked", "user", str(src), 1, 40)]))
     v = verdict(b, [])
     assert v.bound == "unknown" and "train.py:1 `busy_python()`" in v.sentence
+
+
+def test_a_split_from_three_samples_is_not_a_verdict(tmp_path) -> None:
+    """60 steps of 2 ms give a 25 Hz sampler ~3 samples: one on the user's line must not become 'other 90%'."""
+    src = tmp_path / "train.py"
+    src.write_text("busy_python()\n")
+    b = breakdown(
+        record(steps=60, step_s=0.002, compute_hooked=0.0002, line_samples=[line("unhooked", "user", str(src), 1, 3)])
+    )
+    assert not b.split_reliable and b.unhooked_samples == 3
+    assert b.share_ci[P.OTHER].low == 0.0  # the sampled share may truly be none of it
+    assert verdict(b, []).bound == "compute"
+    (top,) = b.top_lines
+    assert not top.reliable and top.samples == 3

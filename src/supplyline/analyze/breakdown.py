@@ -11,12 +11,14 @@ from __future__ import annotations
 import linecache
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from supplyline import phases as P
+from supplyline.analyze.stats import MIN_SHARE_SAMPLES, Interval, ratio_interval, share_is_reliable
 from supplyline.collect.events import LineSample
 from supplyline.record import RunRecord
 
+MIN_SPLIT_SHARE = 0.05
 _IO_LINE = re.compile(r"\.write\(|\.flush\(|fsync\(|fdatasync\(|print\(|\.writelines\(|logging\.|logger\.")
 
 
@@ -33,6 +35,13 @@ class SourceLine:
     # Data wait with num_workers=0: the library function this line runs ("file:line:function"), where
     # the loading time goes (a transform's PIL call, numpy); empty when the time is in the user's own code.
     library: str = ""
+    samples: int = 0  # stack samples on this line
+    total_samples: int = 0  # stack samples inside observed steps: the share is samples / total_samples
+
+    @property
+    def reliable(self) -> bool:
+        """Enough samples to print the share as a number (the rule is ``stats.share_is_reliable``)."""
+        return share_is_reliable(self.samples, self.total_samples)
 
 
 @dataclass
@@ -52,6 +61,18 @@ class Breakdown:
     top_lines: list[SourceLine] = field(default_factory=list)
     data_wait_lines: list[SourceLine] = field(default_factory=list)
     phase_lines: dict[str, list[SourceLine]] = field(default_factory=dict)
+    # Each partition phase's share with its 95% interval over the observed steps (stats.ratio_interval);
+    # the sampled phases' intervals also allow for a split that rests on too few stack samples.
+    share_ci: dict[str, Interval] = field(default_factory=dict)
+    durations_s: list[float] = field(default_factory=list)  # the observed steps' wall times
+    unhooked_share: float = 0.0  # share of step time no hook timed, split by the stack sampler
+    unhooked_samples: int = 0  # the stack samples that split it
+
+    @property
+    def split_reliable(self) -> bool:
+        """Whether the compute / logging / other split of the unhooked time rests on enough samples.
+        Below 5% of step time the split cannot move a share by more than the noise anyway."""
+        return self.unhooked_share < MIN_SPLIT_SHARE or self.unhooked_samples >= MIN_SHARE_SAMPLES
 
     @property
     def phase_ms_per_step(self) -> dict[str, float]:
@@ -103,10 +124,12 @@ def breakdown(record: RunRecord) -> Breakdown:
     st = record.steps
     split = unhooked_split(record)
     per_step: dict[str, list[float]] = {p: [] for p in P.PHASE_ORDER}
+    rests: list[float] = []  # per step, the time no hook timed
     no_collectives = [0.0] * len(st["duration_s"])  # records written before the collective phase existed
     for i in idx:
         hooked = {p: st.get(f"{p}_s", no_collectives)[i] for p in P.CLOCK_PHASES}
         rest = max(0.0, st["duration_s"][i] - sum(hooked.values()))
+        rests.append(rest)
         for phase in P.STEP_PHASES:
             if phase.hooked:
                 per_step[phase.name].append(hooked[phase.name])
@@ -138,8 +161,27 @@ def breakdown(record: RunRecord) -> Breakdown:
         phase_share=share,
         per_step_phase_s=per_step,
     )
+    b.durations_s = durations
+    b.unhooked_share = sum(rests) / total if total > 0 else 0.0
+    b.unhooked_samples = sum(s.samples for s in record.line_samples if s.phase == "unhooked")
+    hooked_logging = [st.get(f"{P.LOGGING}_s", no_collectives)[i] for i in idx]
+    b.share_ci = _share_intervals(b, durations, hooked_logging)
     _attach_lines(record, b)
     return b
+
+
+def _share_intervals(b: Breakdown, durations: list[float], hooked_logging: list[float]) -> dict[str, Interval]:
+    """Per phase: the share's interval over steps. When the sampled split is unreliable, a sampled
+    phase may truly hold none of the unhooked time (logging: only its hooked part; other: zero)."""
+    out = {p: ratio_interval(values, durations) for p, values in b.per_step_phase_s.items()}
+    if not b.split_reliable and sum(durations) > 0:
+        hooked_share = sum(hooked_logging) / sum(durations)
+        for phase, floor in ((P.LOGGING, hooked_share), (P.OTHER, 0.0), (P.COMPUTE, 0.0)):
+            ci = out.get(phase)
+            if ci is not None:
+                high = max(ci.high, min(1.0, ci.estimate + b.unhooked_share))
+                out[phase] = replace(ci, low=min(ci.low, floor), high=high)
+    return out
 
 
 def train_batch_size(record: RunRecord) -> int | None:
@@ -160,10 +202,12 @@ def _attach_lines(record: RunRecord, b: Breakdown) -> None:
         key = (kind, s.file, s.line, s.library)
         if key in merged:
             merged[key].share_of_step_time += s.samples / in_steps
+            merged[key].samples += s.samples
             continue
         entry = SourceLine(
             s.file, s.line, s.function, kind, source_line(s.file, s.line), s.samples / in_steps, s.library
         )
+        entry.samples, entry.total_samples = s.samples, in_steps
         merged[key] = entry
         by_phase.setdefault(kind, []).append(entry)
     for entries in by_phase.values():

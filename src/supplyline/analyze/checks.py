@@ -45,9 +45,25 @@ class Finding:
     # per-sample CPU, storage); one gain for all of them.
     causes: list[str] = field(default_factory=list)
     measured_speedup: float | None = None  # from the doctor's fix trial, when one ran
+    # The gain at the two ends of the share's 95% interval (see ``noise_checked``); null when no gain.
+    expected_speedup_range: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def spread_is_wide(self) -> bool:
+        """Whether the gain's interval is wide enough to state (the ends differ by more than 20%)."""
+        r = self.expected_speedup_range
+        return bool(r) and r is not None and r[1] > 1.2 * r[0]
+
+    def gain_text(self) -> str:
+        """'2.1×', or '2.1× (1.7–2.6×)' when the spread is wide."""
+        if not self.expected_speedup:
+            return ""
+        r = self.expected_speedup_range
+        spread = f" ({r[0]:.1f}–{r[1]:.1f}×)" if self.spread_is_wide and r else ""
+        return f"{self.expected_speedup:.1f}×{spread}"
 
 
 Frames = Iterable[str | Mapping[str, object]]
@@ -489,7 +505,46 @@ def _snippet(make: Callable[[FixSnippets], str], ev: Evidence) -> str | None:
 CHECKS: tuple[Check, ...] = (input_check, transfer_check, logging_check, checkpoint_check, host_check)
 
 
+# The step phase each check's share is of, for its noise test (checks not listed have no share).
+CHECK_PHASE: dict[str, str] = {
+    "dataloader": P.DATA_WAIT,
+    "storage": P.DATA_WAIT,
+    "preprocessing": P.DATA_WAIT,
+    "transfer": P.TRANSFER,
+    "logging": P.LOGGING,
+    "checkpoint": P.CHECKPOINT,
+}
+
+
+def noise_checked(ev: Evidence, found: list[Finding]) -> list[Finding]:
+    """Drop findings below their own noise and give the rest the spread of their gain.
+
+    A finding with a share is kept only when the lower end of its phase share's 95% interval
+    (``Breakdown.share_ci``: over the observed steps, and allowing for a sampled split that rests
+    on too few stack samples) still reaches ``MIN_SHARE``: a 6% share measured as 6 ± 4% is noise.
+    On CUDA the shares are judged from GPU idle time, which has no per-step interval here: kept as is.
+    The gain's range assumes the time the fix saves scales with the share: a gain g saves
+    1 - 1/g of the step at share s, so at share s' it saves (1 - 1/g)·s'/s.
+    """
+    if ev.gpu is not None and ev.gpu.idle_share is not None:
+        return found
+    out = []
+    for f in found:
+        ci = ev.breakdown.share_ci.get(CHECK_PHASE.get(f.check, ""))
+        if ci is None or f.share_of_step_time <= 0:
+            out.append(f)
+            continue
+        if ci.low < MIN_SHARE:
+            continue
+        if f.expected_speedup and ci.estimate > 0:
+            saved = 1.0 - 1.0 / f.expected_speedup
+            lo, hi = (removal_speedup(min(saved * end / ci.estimate, 0.95)) for end in (ci.low, ci.high))
+            f.expected_speedup_range = [max(1.0, lo), max(1.0, hi)]
+        out.append(f)
+    return out
+
+
 def run_checks(ev: Evidence, checks: tuple[Check, ...] = CHECKS) -> list[Finding]:
-    found = [f for check in checks for f in check(ev)]
+    found = noise_checked(ev, [f for check in checks for f in check(ev)])
     found.sort(key=lambda f: (SEVERITY_RANK[f.severity], -f.share_of_step_time))
     return found

@@ -26,6 +26,7 @@ from supplyline.analyze.checks import (
 from supplyline.analyze.gpu_report import GpuIdleSection, gpu_idle_result, gpu_idle_section
 from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
+from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, median_interval, share_text
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
@@ -64,6 +65,20 @@ class StepStats:
     steps_per_s: float
     samples_per_s: float | None
     batches_per_step: float
+    # 95% bootstrap interval of the median step (stats.median_interval); null below 3 steps.
+    step_ms_median_ci: list[float] | None = None
+
+
+@dataclass
+class Sampling:
+    """How much the stack sampler saw: the compute / logging / other split of the time no hook timed
+    (and every line share) rests on these samples; below the rule's minimum it is "too few to tell"."""
+
+    samples: int
+    unhooked_samples: int
+    unhooked_share: float
+    split_reliable: bool
+    note: str | None
 
 
 @dataclass
@@ -183,6 +198,9 @@ class Report:
     utilization: Utilization
     notes: list[str]
     trials: list[Trial]
+    # Each step phase's share with its 95% interval over the observed steps: {phase: [low, high]}.
+    phase_share_ci: dict[str, list[float]]
+    sampling: Sampling
     # Derived series the renderers plot; not part of report.json.
     breakdown: Breakdown = field(repr=False, metadata={"json": False})
     # On CUDA: how long the GPU itself waited for the host; left out of report.json when not measured.
@@ -261,6 +279,8 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         utilization=_utilization(record),
         notes=_notes(record, sig),
         trials=trials,
+        phase_share_ci={p: [ci.low, ci.high] for p, ci in b.share_ci.items()},
+        sampling=_sampling(record, b),
         breakdown=b,
         gpu_idle=gpu_section,
     )
@@ -276,6 +296,10 @@ def report_from_saved(path: str, snippets: FixSnippets | None = None) -> tuple[R
 
 
 def _step_stats(b: Breakdown) -> StepStats:
+    ci = None
+    if len(b.durations_s) >= 3 and min(b.durations_s) > 0:
+        med = median_interval(b.durations_s)
+        ci = [med.low * 1e3, med.high * 1e3]
     return StepStats(
         observed=b.steps,
         warmup_excluded=b.warmup_steps_excluded,
@@ -285,6 +309,7 @@ def _step_stats(b: Breakdown) -> StepStats:
         steps_per_s=b.steps_per_s,
         samples_per_s=b.samples_per_s,
         batches_per_step=b.batches_per_step,
+        step_ms_median_ci=ci,
     )
 
 
@@ -296,6 +321,16 @@ def _checkpoint_totals(record: RunRecord) -> CheckpointTotals:
         checkpoints=len(group_checkpoints(in_step)),
         cadence=cadence(group_checkpoints(in_step)).sentence() if in_step else "",
     )
+
+
+def _sampling(record: RunRecord, b: Breakdown) -> Sampling:
+    note = None
+    if not b.split_reliable:
+        note = (
+            f"{b.unhooked_share * 100:.0f}% of step time was timed by no hook and is split into compute, logging "
+            f"and other by {share_text(0, b.unhooked_samples, TOO_FEW_ADVICE_DOCTOR)}"
+        )
+    return Sampling(record.sampler.samples, b.unhooked_samples, b.unhooked_share, b.split_reliable, note)
 
 
 def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:

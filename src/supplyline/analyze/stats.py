@@ -35,6 +35,8 @@ MIN_SHARE_SAMPLES = 30
 MAX_SHARE_HALF_WIDTH = 0.10
 ALPHA = 0.01
 TOO_FEW_ADVICE = "run longer (more --steps or --seconds)"
+# The doctor can also sample faster.
+TOO_FEW_ADVICE_DOCTOR = "run longer (more --steps or --seconds) or raise --sample-hz"
 
 # One run's step times (seconds), or several runs' (one list per run, pooled with run-level resampling).
 RunSteps = Sequence[float] | np.ndarray
@@ -148,6 +150,25 @@ def steps_per_s_interval(steps: StepTimes, confidence: float = CONFIDENCE, resam
     if med.low <= 0:
         raise ValueError("step times must be positive")
     return Interval(1.0 / med.estimate, 1.0 / med.high, 1.0 / med.low, confidence)
+
+
+def ratio_interval(parts: Sequence[float], totals: Sequence[float], confidence: float = CONFIDENCE) -> Interval:
+    """sum(parts) / sum(totals) over steps — a phase's share of step time — with its interval.
+
+    The delta-method (linearised) standard error of a ratio estimator: se = sd(p_i - R·t_i) /
+    (mean(t) · sqrt(n)). Closed form, so the doctor can give every phase its interval for free;
+    it treats steps as independent, which understates drift within a run (see docs/doctor.md).
+    """
+    p, t = np.asarray(parts, dtype=float), np.asarray(totals, dtype=float)
+    n = len(p)
+    if n == 0 or t.sum() <= 0:
+        return Interval(0.0, 0.0, 0.0, confidence)
+    ratio = float(p.sum() / t.sum())
+    if n < 2:
+        return Interval(ratio, ratio, ratio, confidence)
+    se = float(np.std(p - ratio * t, ddof=1) / (t.mean() * np.sqrt(n)))
+    half = _z(confidence) * se
+    return Interval(ratio, max(0.0, ratio - half), min(1.0, ratio + half), confidence)
 
 
 # ---------------------------------------------------------------- shares from stack samples

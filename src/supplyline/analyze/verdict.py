@@ -54,7 +54,7 @@ def verdict(
             top.bound,
             f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {top.words}{gain}.",
         )
-    if s[P.OTHER] >= OTHER_SHARE and s[P.OTHER] > s[P.COMPUTE]:
+    if s[P.OTHER] >= OTHER_SHARE and s[P.OTHER] > s[P.COMPUTE] and b.split_reliable:
         where = b.top_lines[0] if b.top_lines else None
         at = f", most at {os.path.basename(where.file)}:{where.line} `{where.code}`" if where else ""
         return Verdict(
@@ -84,7 +84,7 @@ def _gain(findings: list[Finding], measured: str = "") -> str:
     if first and measured:
         return f"; fixing it ({first.check}): {measured}"
     if first and first.expected_speedup:
-        return f"; fixing it should give about {first.expected_speedup:.1f}× ({first.check})"
+        return f"; fixing it should give about {first.gain_text()} ({first.check})"
     return ""
 
 

@@ -48,10 +48,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--try-steps",
-        type=int,
+        type=cli_types.count,
         default=40,
         metavar="N",
         help="steps each fix trial runs, shared by its candidates or A/B stretches (default: %(default)s)",
+    )
+    p.add_argument(
+        "--sample-hz",
+        type=cli_types.number(float, minimum=1, maximum=1000, unit="samples per second"),
+        default=25.0,
+        metavar="HZ",
+        help="stack samples per second (default: %(default)s); raise it for short runs whose line shares rest "
+        "on too few samples (each sample costs ~5-10 µs of the sampler thread)",
     )
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
     p.add_argument(
@@ -86,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1")
     if args.seconds is not None and args.seconds <= 0:
         raise UserError("--seconds must be greater than 0")
+    if not 1.0 <= args.sample_hz <= 1000.0:  # also refuses nan: every comparison with it is false
+        raise UserError("--sample-hz must be between 1 and 1000")
     if args.module_args:
         target = parse_target(args.module_args[1:], module=args.module_args[0])
     elif args.module_args is not None:
@@ -143,6 +153,7 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         seconds=args.seconds,
         what_if=args.what_if,
         what_if_steps=args.what_if_steps,
+        sampler_interval_s=1.0 / args.sample_hz,
         rank=rank.to_dict() if rank else None,
         # The trial needs the job stopped by a limit: it runs in the steps after the observed ones.
         trials=args.try_fixes and (args.steps is not None or args.seconds is not None),

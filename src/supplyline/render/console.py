@@ -12,8 +12,10 @@ from rich.table import Table
 
 from supplyline import phases as P
 from supplyline.analyze.checks import library_label
+from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, share_text
 
 if TYPE_CHECKING:
+    from supplyline.analyze.breakdown import SourceLine
     from supplyline.analyze.report import Report
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
@@ -22,6 +24,11 @@ SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 def _bar(share: float, width: int = 24) -> str:
     n = round(max(0.0, min(1.0, share)) * width)
     return "█" * n + "·" * (width - n)
+
+
+def line_share_text(line: SourceLine) -> str:
+    """A sampled line's share, or why it is not printed as a number (docs/doctor.md, *How sure*)."""
+    return share_text(line.samples, line.total_samples, TOO_FEW_ADVICE_DOCTOR)
 
 
 def render_summary(
@@ -50,15 +57,16 @@ def render_summary(
         c.print("\n[bold]Where the data wait goes, by line[/]")
         for line in report.data_wait_lines[:5]:
             lib = f" → {escape(library_label(line.library))}" if line.library else ""
-            c.print(
-                f"  {line.share_of_step_time * 100:5.1f}%  {escape(os.path.basename(line.file))}:{line.line}{lib}"
-                f"  {escape(line.code)}"
-            )
+            share = f"{line.share_of_step_time * 100:5.1f}%" if line.reliable else "    ? "
+            c.print(f"  {share}  {escape(os.path.basename(line.file))}:{line.line}{lib}  {escape(line.code)}")
     if report.top_lines:
         c.print("\n[bold]Time outside the hooks, by line[/]")
+        if not any(line.reliable for line in report.top_lines):
+            c.print(f"  [dim]{escape(line_share_text(report.top_lines[0]))}: these lines are where samples landed[/]")
         for line in report.top_lines[:5]:
+            share = f"{line.share_of_step_time * 100:5.1f}%" if line.reliable else "    ? "
             c.print(
-                f"  {line.share_of_step_time * 100:5.1f}%  {escape(os.path.basename(line.file))}:{line.line}"
+                f"  {share}  {escape(os.path.basename(line.file))}:{line.line}"
                 f"  {escape(line.code)}  [dim]({line.phase})[/]"
             )
     _gpu(c, report)
@@ -76,8 +84,9 @@ def _steps(c: Console, report: Report) -> None:
     if not s.observed:
         return
     rate = f"{s.samples_per_s:.0f} samples/s" if s.samples_per_s else ""
+    ci = f" (95% CI {s.step_ms_median_ci[0]:.1f}–{s.step_ms_median_ci[1]:.1f})" if s.step_ms_median_ci else ""
     c.print(
-        f"\n[bold]Step time[/] median {s.step_ms_median:.1f} ms · p95 {s.step_ms_p95:.1f} ms · "
+        f"\n[bold]Step time[/] median {s.step_ms_median:.1f} ms{ci} · p95 {s.step_ms_p95:.1f} ms · "
         f"{s.steps_per_s:.1f} steps/s {rate} · {s.observed} steps observed"
         + (f" (first {s.warmup_excluded} excluded as warm-up)" if s.warmup_excluded else "")
     )
@@ -87,6 +96,8 @@ def _steps(c: Console, report: Report) -> None:
         if ms == 0 and not phase.shown_when_zero:
             continue  # one process, no collectives: keep the single-machine summary as it was
         c.print(f"  {phase.label:<11}[{phase.style}]{_bar(share)}[/] {share * 100:5.1f}%  {ms:8.2f} ms")
+    if report.sampling.note:
+        c.print(f"  [dim]{escape(report.sampling.note)}[/]")
     for phase in P.SIDE_PHASES:  # measured on the GPU, beside the split above (it overlaps it)
         if phase.name not in report.phase_share:
             continue
@@ -152,6 +163,8 @@ def _findings(c: Console, report: Report) -> None:
     table.add_column("gain", justify="right")
     for i, f in enumerate(report.findings, 1):
         gain = f"{f.expected_speedup:.2f}×" if f.expected_speedup else "—"
+        if f.spread_is_wide and f.expected_speedup_range:
+            gain += f"\n({f.expected_speedup_range[0]:.1f}–{f.expected_speedup_range[1]:.1f})"
         table.add_row(
             str(i),
             f"[{SEVERITY_STYLE[f.severity]}]{f.check}[/]",

@@ -18,8 +18,10 @@ import time
 from typing import Any
 
 from supplyline import phases as P
+from supplyline.analyze.breakdown import SourceLine
 from supplyline.analyze.checks import library_label
 from supplyline.analyze.report import Report
+from supplyline.analyze.stats import share_text
 from supplyline.record import RunRecord
 from supplyline.render.html_assets import SCRIPT, STYLE
 from supplyline.render.html_data import finite, plot_data
@@ -177,7 +179,7 @@ def _findings(report: Report) -> str:
         return f'<h2>Findings</h2><p id="findings">{e(report.no_findings_sentence)}</p>'
     cards = []
     for i, f in enumerate(report.findings, 1):
-        gain = f" · expected gain {f.expected_speedup:.2f}×" if f.expected_speedup else ""
+        gain = f" · expected gain {e(f.gain_text())}" if f.expected_speedup else ""
         cards.append(
             f'<div class="finding"><div class="head"><span class="sev-{e(f.severity)}">{i}. {e(f.check)} '
             f"({e(f.severity)})</span> · {f.share_of_step_time * 100:.0f}% of step time{gain}</div>"
@@ -213,12 +215,18 @@ def _dataloader(report: Report) -> str:
     )
 
 
+def _line_share(line: SourceLine) -> str:
+    if line.reliable:
+        return f"{line.share_of_step_time * 100:.1f}%"
+    return f'<span title="{e(share_text(line.samples, line.total_samples))}">? ({line.samples} samples)</span>'
+
+
 def _top_lines(report: Report) -> str:
     lines = report.top_lines + report.data_wait_lines
     if not lines:
         return '<h2>Source lines</h2><p id="lines">No source lines were sampled inside the steps.</p>'
     rows = "".join(
-        f'<tr><td class="num">{line.share_of_step_time * 100:.1f}%</td><td>{e(line.phase)}</td>'
+        f'<tr><td class="num">{_line_share(line)}</td><td>{e(line.phase)}</td>'
         f"<td><code title='{e(line.file)}'>{e(os.path.basename(line.file))}:{e(line.line)}</code>"
         + (f" → <code>{e(library_label(line.library))}</code>" if line.library else "")
         + "</td>"
