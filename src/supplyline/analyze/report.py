@@ -385,7 +385,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             finding.evidence += f"; trial: {trial.quote}{spread}"
         out.append(trial)
     # The top finding's trial first: it is the one the verdict quotes.
-    order = {f.check: i for i, f in enumerate(findings)}
+    order: dict[str, int] = {f.check: i for i, f in enumerate(findings)}
     return sorted(out, key=lambda t: order.get(t.fix, len(order)))
 
 
