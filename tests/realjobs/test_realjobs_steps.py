@@ -58,10 +58,7 @@ def test_without_an_optimizer_backward_calls_still_mark_steps(hooked):
     assert clock.step_count == 4  # unchanged: no optimizer, the first backward's end opens the first step
 
 
-@pytest.fixture
-def eval_phase(monkeypatch):
-    """A step clock with an ``eval`` phase, as the doctor's clock will have."""
-    phases = (*steps_module.PHASES, "eval")
+def _set_clock_phases(monkeypatch, phases: tuple[str, ...]) -> None:
     monkeypatch.setattr(steps_module, "PHASES", phases)
     # keep the column order the clock appends in: start, duration, phases..., the rest
     fields = (
@@ -75,6 +72,13 @@ def eval_phase(monkeypatch):
         "whatif",
     )
     monkeypatch.setattr(steps_module, "STEP_FIELDS", fields)
+
+
+@pytest.fixture
+def eval_phase(monkeypatch):
+    """A step clock with an ``eval`` phase, as the doctor's clock has (the phase table lists it)."""
+    if "eval" not in steps_module.PHASES:
+        _set_clock_phases(monkeypatch, (*steps_module.PHASES, "eval"))
 
 
 def test_no_grad_evaluation_in_the_loop_is_timed_as_eval(hooked, eval_phase):
@@ -129,7 +133,8 @@ def test_model_eval_without_train_ends_at_the_next_backward(hooked, eval_phase):
     assert clock.steps["compute_hooked_s"][-1] > 0
 
 
-def test_without_the_eval_phase_nothing_is_patched():
+def test_without_the_eval_phase_nothing_is_patched(monkeypatch):
+    _set_clock_phases(monkeypatch, tuple(p for p in steps_module.PHASES if p != "eval"))
     clock = StepClock()
     spans = EvalSpans(clock)
     assert "eval" not in clock.acc and spans.install() is False
