@@ -7,18 +7,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-import pytest
+import faults_helpers
+from faults_helpers import HANG_GUARD_S, SRC, assert_one_line, child_env, supplyline
 
-SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "src")
-HANG_GUARD_S = 240  # a subprocess timeout against hangs, never a performance assertion
+# The shared pieces come from faults_helpers; these names are re-exported for the doctor's cases.
+__all__ = ["HANG_GUARD_S", "SRC", "assert_one_line", "child_env", "supplyline"]
 
 # A small training loop as users write them. Flags: --batches N, --workers W, --ready-after K (print
 # "ready" after K steps, so a signal lands mid-training), --sleep S per step, --os-exit-at I CODE,
@@ -92,32 +92,11 @@ print("done", rank)
 """
 
 
-def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    env["PYTHONUNBUFFERED"] = "1"
-    env["OMP_NUM_THREADS"] = "1"
-    env.update(extra or {})
-    return env
-
-
 def write(directory: str, name: str, source: str) -> str:
     path = os.path.join(directory, name)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(textwrap.dedent(source))
     return path
-
-
-def supplyline(args: Sequence[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m supplyline ARGS`` in a real child process, run to its end."""
-    return subprocess.run(
-        [sys.executable, "-m", "supplyline", *args],
-        cwd=cwd,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=HANG_GUARD_S,
-    )
 
 
 def torchrun(args: Sequence[str], cwd: str) -> subprocess.CompletedProcess[str]:
@@ -159,17 +138,6 @@ def wait_for_line(proc: subprocess.Popen[str], marker: str) -> None:
     raise AssertionError(f"gave up waiting for {marker!r}")
 
 
-def assert_one_line(done: subprocess.CompletedProcess[str], code: int, *fragments: str) -> str:
-    """The fault was reported as one clear line on stderr, with ``code``, and no traceback."""
-    err = done.stderr.strip()
-    assert done.returncode == code, f"exit {done.returncode}, stderr: {done.stderr}"
-    assert "Traceback" not in done.stderr + done.stdout, done.stderr
-    assert err and len(err.splitlines()) == 1, f"expected one line, got: {done.stderr!r}"
-    for fragment in fragments:
-        assert fragment in err, f"{fragment!r} not in {err!r}"
-    return err
-
-
 def no_supplyline_frames(text: str) -> None:
     """Any traceback shown is the user's (or torch's), never one through supplyline's own code."""
     ours = [line for line in text.splitlines() if line.strip().startswith("File ") and "supplyline" in line]
@@ -189,22 +157,9 @@ def no_temp_files(directory: str) -> None:
     assert not leftovers, leftovers
 
 
-@contextlib.contextmanager
-def small_tmpfs(directory: str, size: str = "64k") -> Iterator[str]:
-    """A real, small file system to fill (``mount -t tmpfs``, as root); skip with the reason when this
-    machine does not allow mounting."""
-    os.makedirs(directory, exist_ok=True)
-    if shutil.which("mount") is None:
-        pytest.skip("cannot mount a small tmpfs here: no mount command")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", directory], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip() or f'mount exited {done.returncode}'}")
-    try:
-        yield directory
-    finally:
-        subprocess.run(["umount", "-l", directory], capture_output=True)
+def small_tmpfs(directory: str, size: str = "64k") -> contextlib.AbstractContextManager[str]:
+    """A real, small file system to fill (the shared helper; a report directory needs only 64k)."""
+    return faults_helpers.small_tmpfs(directory, size)
 
 
 def fill(directory: str) -> None:
