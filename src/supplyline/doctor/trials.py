@@ -17,8 +17,10 @@ the way the what-if phases stop it, and its exit code is never changed.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +197,8 @@ class TrialRunner:
             from supplyline.apply.loader import rebuild_loader
 
             self._startup_pending = True
-            self._trial_loader = rebuild_loader(self.loader, seg.settings)
+            with _quiet_worker_count():
+                self._trial_loader = rebuild_loader(self.loader, seg.settings)
             self._trial_iter = None  # made at the first fetch, so its start-up is timed there
         elif fix == "logging":
             from supplyline.apply.writes import BackgroundWrites
@@ -254,7 +257,8 @@ class TrialRunner:
 
         if self._trial_iter is None:
             t = time.perf_counter()
-            self._trial_iter = self._trial_loader._get_iterator()  # past the DataLoader hook: not a new loader
+            with _quiet_worker_count():
+                self._trial_iter = self._trial_loader._get_iterator()  # past the DataLoader hook: not a new loader
             batch = original(self._trial_iter)
             seg = self.segment
             if seg is not None:
@@ -342,3 +346,12 @@ def _say(line: str) -> None:
     stream = sys.__stderr__ or sys.stderr
     stream.write(f"supplyline doctor: {line}\n")
     stream.flush()
+
+
+@contextlib.contextmanager
+def _quiet_worker_count() -> Iterator[None]:
+    """A candidate above the core count is tried on purpose: torch's "more workers than suggested"
+    warning would land in the user's output for a choice the doctor made, not the user."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+        yield
