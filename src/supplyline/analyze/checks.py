@@ -29,6 +29,7 @@ CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint"
 Severity = Literal["high", "medium", "low"]
 INPUT_CHECKS: frozenset[CheckName] = frozenset({"dataloader", "storage", "preprocessing"})
 MIN_SHARE = 0.05  # below 5% of step time a phase is not worth a finding
+NOISE_ZONE = 2.0  # shares under 2 × MIN_SHARE must clear the floor with their interval
 MIN_PROMISE = 1.05  # a predicted speed-up below this is no promise: the finding says "no gain expected"
 SEVERITY_RANK: dict[Severity, int] = {"high": 0, "medium": 1, "low": 2}
 
@@ -519,9 +520,11 @@ CHECK_PHASE: dict[str, str] = {
 def noise_checked(ev: Evidence, found: list[Finding]) -> list[Finding]:
     """Drop findings below their own noise and give the rest the spread of their gain.
 
-    A finding with a share is kept only when the lower end of its phase share's 95% interval
-    (``Breakdown.share_ci``: over the observed steps, and allowing for a sampled split that rests
-    on too few stack samples) still reaches ``MIN_SHARE``: a 6% share measured as 6 ± 4% is noise.
+    A finding whose share lies near the floor (under ``NOISE_ZONE`` × ``MIN_SHARE``) is kept only
+    when the lower end of its phase share's 95% interval (``Breakdown.share_ci``: over the observed
+    steps, and allowing for a sampled split that rests on too few stack samples) still reaches
+    ``MIN_SHARE``: a 6% share measured as 6 ± 4% is noise. Larger shares stand: a checkpoint saved
+    once in 24 steps makes a spiky per-step series whose interval is wide, but its cost is real.
     On CUDA the shares are judged from GPU idle time, which has no per-step interval here: kept as is.
     The gain's range assumes the time the fix saves scales with the share: a gain g saves
     1 - 1/g of the step at share s, so at share s' it saves (1 - 1/g)·s'/s.
@@ -534,8 +537,8 @@ def noise_checked(ev: Evidence, found: list[Finding]) -> list[Finding]:
         if ci is None or f.share_of_step_time <= 0:
             out.append(f)
             continue
-        if ci.low < MIN_SHARE:
-            continue
+        if ci.low < MIN_SHARE and f.share_of_step_time < NOISE_ZONE * MIN_SHARE:
+            continue  # within its own noise of the floor: not a finding
         if f.expected_speedup and ci.estimate > 0:
             saved = 1.0 - 1.0 / f.expected_speedup
             lo, hi = (removal_speedup(min(saved * end / ci.estimate, 0.95)) for end in (ci.low, ci.high))

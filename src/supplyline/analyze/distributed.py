@@ -365,7 +365,7 @@ def job_verdict(
             what = (
                 f"{c['exception_type']}: {c['exception_message']}"
                 if c["exception_type"]
-                else f"exit code {c['exit_code']}"
+                else c["exception_message"] or f"exit code {c['exit_code']}"
             )
             crash = f"Rank {c['rank']} failed after {c['steps_before']} steps ({what}). "
     if missing and straggler is None:

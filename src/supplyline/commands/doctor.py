@@ -218,7 +218,10 @@ def _write(
     rank: RankInfo | None,
 ) -> None:
     if outcome.exception_type == "Terminated":
+        # Our own signal-to-exception bridge, not the script's exception: the record says
+        # "terminated" with the signal's message, never the internal class name.
         outcome.exit_code, outcome.reason, outcome.traceback_text = 143, "terminated", None
+        outcome.exception_type = None
         who = f"rank {rank.rank}: " if rank else ""
         print(f"supplyline doctor: {who}{outcome.exception_message}; writing the report", file=sys.stderr)
     if outcome.traceback_text:
