@@ -47,7 +47,7 @@ def test_missing_annotations_say_so() -> None:
 def test_planted_jobs_run_on_cpu_and_parse_a_real_profiler_trace(tmp_path: object) -> None:
     out = os.path.join(str(tmp_path), "p.json")
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "src"))
-    for job in ("starved", "ckpt"):
+    for job in ("starved",):  # one planted job is enough to show both paths parse on CPU
         for flag in ("--profile", "--timeline"):
             subprocess.run(
                 [
