@@ -233,15 +233,33 @@ def measure_config(
             text = str(exc).strip().splitlines()
             result.reason = f"{type(exc).__name__}: {text[0] if text else ''}"
     finally:
-        watch.sample()
-        watch.stop()
-        result.workers_rss_bytes = watch.peak_rss_total_bytes
-        result.workers_pss_bytes = watch.peak_pss_total_bytes
-        result.worker_rss_max_bytes = watch.peak_worker_rss_bytes
-        result.main_rss_bytes = psutil.Process().memory_info().rss
-        _shutdown(iterator, loader)
+        # A worker the memory watch killed makes torch's SIGCHLD handler raise in this thread at
+        # whatever line runs next, here too: close again, once per worker, and say why it stopped.
+        for _ in range(config.num_workers + 1):
+            try:
+                _close(result, watch, iterator, loader)
+                break
+            except RuntimeError as exc:
+                if watch.exceeded_bytes is None or "killed by signal" not in str(exc):
+                    raise
+                result.status = "stopped"
+                result.reason = (
+                    f"workers' memory (PSS) {human_bytes(watch.exceeded_bytes)} exceeded --max-memory "
+                    f"{human_bytes(max_memory_bytes or 0)}"
+                )
         result.measured_s = time.perf_counter() - started
     return result
+
+
+def _close(result: Measurement, watch: Any, iterator: Any, loader: Any) -> None:
+    """Stop the memory watch, keep its peaks, shut the workers down."""
+    watch.sample()
+    watch.stop()
+    result.workers_rss_bytes = watch.peak_rss_total_bytes
+    result.workers_pss_bytes = watch.peak_pss_total_bytes
+    result.worker_rss_max_bytes = watch.peak_worker_rss_bytes
+    result.main_rss_bytes = psutil.Process().memory_info().rss
+    _shutdown(iterator, loader)
 
 
 @dataclass
