@@ -184,6 +184,9 @@ dist.destroy_process_group()
 
 
 @pytest.mark.slow
+# torch's gloo/DCP teardown at interpreter exit aborted once in ~5 CI runs ("terminate called without
+# an active exception", after every line below had printed): one rerun, every assertion kept.
+@pytest.mark.flaky(reruns=1)
 def test_distributed_run_uses_dcp_async_save(scratch):
     if not hasattr(__import__("torch.distributed.checkpoint").distributed.checkpoint, "async_save"):
         pytest.skip(f"torch {torch.__version__} has no torch.distributed.checkpoint.async_save")

@@ -22,6 +22,7 @@ def _bench():
 
 
 @pytest.mark.slow
+@pytest.mark.flaky(reruns=1)  # planted timing (fsync latency) on a shared machine: one rerun, same assertions
 @pytest.mark.parametrize("loop,steps", [("logging", 60), ("checkpoint", 24)])
 def test_doctor_sees_the_fix(tmp_path, loop, steps):
     bench = _bench()
