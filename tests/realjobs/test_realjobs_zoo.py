@@ -82,7 +82,9 @@ def test_nanogpt_in_loop_evaluation_is_timed_as_eval(doctor, zoo_path, tmp_path)
 
 
 def test_costly_transform_data_wait_reaches_the_transform_and_pil(doctor, zoo_path):
-    run = doctor("--steps", "20", "--no-what-if", zoo_path("costly_transform.py"))
+    # 200 Hz: 20 steps of ~14 ms give ~50 samples, enough that the blur line (15x the tensor conversion's
+    # cost) is on top every time; at the default 25 Hz it is ~7 samples and the order is a coin toss
+    run = doctor("--steps", "20", "--no-what-if", "--sample-hz", "200", zoo_path("costly_transform.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     waits = [s for s in run.record["line_samples"] if s["phase"] == "data_wait"]
     blur = [s for s in waits if s["function"] == "__call__" and s["library"]]
