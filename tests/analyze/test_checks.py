@@ -234,6 +234,19 @@ def test_data_wait_lines_name_the_library_function_under_the_users_line(tmp_path
     assert "per-sample CPU work: the loading is CPU work (prep stall), most at train.py:2" in f.evidence
 
 
+def test_a_data_wait_line_from_a_handful_of_samples_is_named_without_a_share(tmp_path) -> None:
+    src = tmp_path / "train.py"
+    src.write_text("x = 1\n        img = self.blur(img)\n    for x, y in loader:\n")
+    pil = "/usr/lib/python3/site-packages/PIL/Image.py:2100:filter"
+    samples = [lib_line(str(src), 2, 2, library=pil, function="__call__"), lib_line(str(src), 3, 5)]
+    rec = record(
+        data_wait=0.008, wait_cpu_ratio=1.0, line_samples=samples, loaders=[loader(iter_stack=[f"{src}:3:main"])]
+    )
+    (f,) = input_check(evidence(rec))
+    assert "most at train.py:2 `img = self.blur(img)` → PIL/Image.py:filter (2 of 7 samples: too few" in f.evidence
+    assert "% of step time)" not in f.evidence.split("most at")[1]
+
+
 def test_transfer_syncs_only_is_a_low_finding_without_a_gain() -> None:
     gpu = GpuInfo(available=True, syncs=40, sync_lines=[SyncLine("/x/train.py", 12, "main", 40)])
     (f,) = transfer_check(evidence(record(gpu=gpu)))

@@ -155,10 +155,13 @@ def _where(lines: list[SourceLine]) -> str:
         return ""
     top = lines[0]
     lib = f" → {library_label(top.library)}" if top.library else ""
-    return (
-        f" — {os.path.basename(top.file)}:{top.line} `{top.code}`{lib} ({top.share_of_step_time * 100:.0f}% of step "
-        "time)"
+    # A share from a handful of samples is not a number to print (nor is the order of lines sure).
+    weight = (
+        f"{top.share_of_step_time * 100:.0f}% of step time"
+        if top.reliable
+        else f"{top.samples} of {top.total_samples} samples: too few to be sure"
     )
+    return f" — {os.path.basename(top.file)}:{top.line} `{top.code}`{lib} ({weight})"
 
 
 def library_label(frame: str) -> str:
