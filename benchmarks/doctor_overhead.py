@@ -35,7 +35,11 @@ def own_threads_cpu_s(out_dir: str) -> float:
     return sampler["cpu_s"] + (sampler.get("monitor_cpu_s") or 0.0)
 
 
-def run(under_doctor: bool, steps: int, out_dir: str, job_args: tuple[str, ...] = ()) -> tuple[float, float, int, str]:
+def run(
+    under_doctor: bool, steps: int, out_dir: str, job_args: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[float, float, int, str]:
+    """One run of the job (plain or under the doctor; ``env`` picks the source tree): loop seconds, CPU
+    seconds, steps and the last loss."""
     cmd = [sys.executable, JOB, str(steps), *job_args]
     if under_doctor:
         cmd = [
@@ -51,7 +55,7 @@ def run(under_doctor: bool, steps: int, out_dir: str, job_args: tuple[str, ...] 
             str(steps),
             *job_args,
         ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
     m = RESULT.search(proc.stdout)
     if m is None:
         raise SystemExit(f"no RESULT line from {' '.join(cmd)}:\n{proc.stdout}\n{proc.stderr}")

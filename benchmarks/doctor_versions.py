@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 
 import doctor_overhead as base
 
@@ -24,24 +22,8 @@ NEW_SRC = os.path.join(os.path.dirname(HERE), "src")
 
 def doctor_run(src: str, steps: int, out_dir: str) -> float:
     """Wall seconds per step of the job's loop under the doctor of the tree at ``src``."""
-    env = dict(os.environ, PYTHONPATH=src)
-    cmd = [
-        sys.executable,
-        "-m",
-        "supplyline",
-        "doctor",
-        "--quiet",
-        "--no-what-if",
-        "--out",
-        out_dir,
-        base.JOB,
-        str(steps),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
-    m = base.RESULT.search(proc.stdout)
-    if m is None:
-        raise SystemExit(f"no RESULT line from {' '.join(cmd)}:\n{proc.stdout}\n{proc.stderr}")
-    return float(m.group(1)) / int(m.group(3))
+    wall, _, steps_run, _ = base.run(True, steps, out_dir, env=dict(os.environ, PYTHONPATH=src))
+    return wall / steps_run
 
 
 def main() -> None:
