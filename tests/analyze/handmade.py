@@ -41,14 +41,16 @@ def loader(num_workers: int = 0, **kw: Any) -> LoaderInfo:
     return LoaderInfo(**fields)
 
 
-def sample(t: float, worker_cpu: list[float] | None = None, load: float = 1.0, swap: float = 0.0) -> Sample:
+def sample(
+    t: float, worker_cpu: list[float] | None = None, load: float = 1.0, swap: float = 0.0, busy_pct: float = 50.0
+) -> Sample:
     procs = [ProcessSample(100, 1, "python", "root", 95.0, 1 << 28, "R", None, None)]
     for k, cpu in enumerate(worker_cpu or []):
         procs.append(ProcessSample(200 + k, 100, "python", "child", cpu, 1 << 27, "R", None, None))
     return Sample(
         time_unix_s=t,
         elapsed_s=t - 1000.0,
-        cpu=CpuSample(50.0, [50.0, 50.0], 40.0, 10.0, 0.0, load, load, load),
+        cpu=CpuSample(busy_pct, [busy_pct, busy_pct], 40.0, 10.0, 0.0, load, load, load),
         memory=MemorySample(8 << 30, 4 << 30, 4 << 30, 1 << 30, 0, swap, swap),
         processes=procs,
     )

@@ -247,6 +247,21 @@ def test_a_data_wait_line_from_a_handful_of_samples_is_named_without_a_share(tmp
     assert "% of step time)" not in f.evidence.split("most at")[1]
 
 
+def test_cores_other_processes_take_shrink_the_promised_gain() -> None:
+    # num_workers=0, 8 ms of a 10 ms step loading on the training thread, 2 cores
+    def rec(busy_pct: float) -> RunRecord:
+        window = [sample(1000.0 + t / 10, busy_pct=busy_pct) for t in range(3)]  # the trainer: 95% of a core
+        return record(data_wait=0.008, wait_cpu_ratio=1.0, monitor=window, loaders=[loader()])
+
+    quiet, crowded = rec(50.0), rec(100.0)
+    assert supply_signal(quiet).other_cores_busy == pytest.approx(0.05)
+    assert supply_signal(crowded).other_cores_busy == pytest.approx(1.05)
+    (q,) = input_check(evidence(quiet))
+    (c,) = input_check(evidence(crowded))
+    assert q.expected_speedup and c.expected_speedup and c.expected_speedup < q.expected_speedup
+    assert "other processes 1.1" in c.fix
+
+
 def test_transfer_syncs_only_is_a_low_finding_without_a_gain() -> None:
     gpu = GpuInfo(available=True, syncs=40, sync_lines=[SyncLine("/x/train.py", 12, "main", 40)])
     (f,) = transfer_check(evidence(record(gpu=gpu)))

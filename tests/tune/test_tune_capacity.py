@@ -33,8 +33,16 @@ def test_cores_cap_a_cpu_bound_loader():
 
 def test_other_processes_take_cores():
     busy = cpu_job(other_cores_busy=1.0)
-    assert batch_rate(busy, 8) == pytest.approx(1 / 0.013)
-    assert "other processes 1.0" in caps(busy, 8)[0].why
+    # two workers and the trainer beside a neighbour's busy core on 2 cores: three quarters of the host
+    assert caps(busy, 2)[0].name == "cores" and batch_rate(busy, 2) == pytest.approx(2 * 3 / 4 / 0.013)
+    assert "other processes 1.0" in caps(busy, 2)[0].why
+    # the host crowded: eight workers win a fair share per thread, 9 of 10 (the neighbour keeps its one)
+    assert batch_rate(busy, 8) == pytest.approx(2 * 9 / 10 / 0.013)
+    # with room on the host, the neighbour's core is simply not ours
+    roomy = cpu_job(other_cores_busy=1.0, cores=8)
+    cores_cap = {c.name: c.batches_per_s for c in caps(roomy, 4)}["cores"]
+    assert cores_cap == pytest.approx(7 / 0.013)  # 5 threads fit in the 7 cores left
+    assert {c.name: c.batches_per_s for c in caps(roomy, 16)}["cores"] == pytest.approx(8 * 17 / 18 / 0.013)
 
 
 def test_the_handoff_caps_big_batches():

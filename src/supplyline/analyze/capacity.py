@@ -8,7 +8,8 @@ The batch rate is the smallest of these caps:
   worker (unpickling, mapping the shared memory, first touch of its pages):
   ``1 / (step_wall_s + handoff_s)``; named ``handoff`` when receiving is a quarter of that or more;
 - ``cores``: every batch costs CPU in a worker, in the training step and in the hand-off, and
-  other processes already use some of the cores: ``(cores - other_cores_busy) / cpu_per_batch``;
+  other processes already use some of the cores: ``cores_for_job / cpu_per_batch``, the cores left
+  while the host has room, a fair share per runnable thread once it is crowded;
 - ``disk``: the bytes a batch reads, against what the storage delivers minus what others read.
 
 With no workers, loading and the training step take turns on one thread: ``1 / (batch_wall_s +
@@ -74,14 +75,23 @@ def caps(p: Pipeline, workers: int) -> list[Cap]:
     else:
         found.append(Cap("trainer", _per_s(trainer_s), f"the training step itself ({trainer_s * 1e3:.1f} ms a batch)"))
     cpu = p.batch_cpu_s + p.step_cpu_s + p.handoff_s
-    # A neighbour's burst must not predict a standstill: the scheduler still gives us a share.
-    free = max(p.cores - p.other_cores_busy, MIN_FREE_CORES)
+    free = max(cores_for_job(p.cores, p.other_cores_busy, workers + 1), MIN_FREE_CORES)
     rate = free * _per_s(cpu)
     found.append(Cap("cores", rate, _cores_why(p, rate)))
     if p.disk_bytes_per_s and p.read_bytes_per_batch > 0:
         left = max(p.disk_bytes_per_s - p.disk_in_use_bytes_per_s, 0.0)
         found.append(Cap("disk", left / p.read_bytes_per_batch, _disk_why(p)))
     return sorted(found, key=lambda c: c.batches_per_s)
+
+
+def cores_for_job(cores: float, others: float, threads: int) -> float:
+    """The cores ``threads`` busy threads of this job (workers and the trainer) get beside other
+    processes keeping ``others`` cores busy: what is left while the host has room, and once it is
+    crowded a fair share per runnable thread, as the Linux scheduler gives — so workers added on a
+    busy host still win CPU from the neighbours, and a neighbour's burst never predicts a standstill."""
+    if threads + others <= cores:
+        return cores - others
+    return cores * threads / (threads + others)
 
 
 def _cores_why(p: Pipeline, rate: float) -> str:

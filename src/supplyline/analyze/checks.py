@@ -223,6 +223,7 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
         step_wall_s=min(step_wall, batch_wall * 1e3),
         step_cpu_s=min(step_cpu, step_wall),
         batch_bytes=float(loader.batch_bytes or 0),
+        other_cores_busy=ev.supply.other_cores_busy,
     )
 
 
@@ -238,10 +239,12 @@ def _capacity(ev: Evidence, before: int, after: int) -> tuple[str, float | None]
 
 
 def _promise(gain: float, capacity_gain: float | None) -> float | None:
-    """A gain in the wrong direction is never promised: under ``MIN_PROMISE`` by either model, none."""
-    if gain < MIN_PROMISE or (capacity_gain is not None and capacity_gain < MIN_PROMISE):
-        return None
-    return gain
+    """The smaller of the two models' gains: the what-if bound knows the consumer's real rate, the
+    capacity model knows what the workers cost the cores the step shares (and what others take).
+    A gain in the wrong direction is never promised: under ``MIN_PROMISE``, none."""
+    if capacity_gain is not None:
+        gain = min(gain, capacity_gain)
+    return gain if gain >= MIN_PROMISE else None
 
 
 def input_check(ev: Evidence) -> list[Finding]:

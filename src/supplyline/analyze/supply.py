@@ -36,6 +36,9 @@ class SupplySignal:
     trainer_cpu_share_in_wait: float | None  # num_workers=0: CPU time / wall time while waiting
     evidence: str
     swap_bytes_per_s: float
+    # Cores other processes kept busy while the observed steps ran: the host's busy CPU less this
+    # job's process tree (trainer and workers). Workers added by a fix compete with these too.
+    other_cores_busy: float = 0.0
 
 
 def _window_samples(record: RunRecord) -> list[Sample]:
@@ -52,7 +55,21 @@ def _window_samples(record: RunRecord) -> list[Sample]:
     return inside or samples
 
 
+def other_cores_busy(samples: list[Sample], cores: int) -> float:
+    """Mean cores busy outside this job's process tree over ``samples`` (0 with no samples)."""
+    if not samples:
+        return 0.0
+    outside = [max(0.0, s.cpu.busy_pct / 100.0 * cores - sum(p.cpu_pct for p in s.processes) / 100.0) for s in samples]
+    return statistics.mean(outside)
+
+
 def supply_signal(record: RunRecord) -> SupplySignal:
+    signal = _supply_signal(record)
+    signal.other_cores_busy = other_cores_busy(_window_samples(record), record.host.cpu_count)
+    return signal
+
+
+def _supply_signal(record: RunRecord) -> SupplySignal:
     loader = record.train_loader
     samples = _window_samples(record)
     workers = loader.num_workers if loader else 0
