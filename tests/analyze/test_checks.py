@@ -21,7 +21,7 @@ from supplyline.analyze.checks import (
     severity,
     transfer_check,
 )
-from supplyline.analyze.speedup import removal_speedup
+from supplyline.analyze.speedup import SNAPSHOT_BYTES_PER_S, removal_speedup
 from supplyline.analyze.supply import supply_signal
 from supplyline.record import RunRecord
 
@@ -149,6 +149,23 @@ def test_checkpoint_cadence_in_the_evidence() -> None:
     (f,) = checkpoint_check(evidence(rec))
     assert f.evidence.startswith("4 checkpoints, every 5 steps, 12 ms each, written synchronously inside training")
     assert checkpoint_check(evidence(record(checkpoint=0.0001))) == []
+
+
+def test_saves_that_come_faster_than_they_are_written_promise_no_background_gain() -> None:
+    # 14 ms steps of which 12 ms are saves: a 60 ms, 32 MB save every 5 steps leaves 10 ms of steps
+    # between saves, too little to hide the write; the copy takes back the little it would gain
+    saves = [save(k * 0.07, 0.060, step=5 * k + 4, nbytes=32_000_000) for k in range(4)]
+    (f,) = checkpoint_check(evidence(record(steps=20, step_s=0.014, checkpoint=0.012, saves=saves)))
+    assert f.expected_speedup is None
+    assert f.fix.startswith("No gain expected from saving in the background alone: each checkpoint takes 60 ms")
+    assert "the 5 steps between them only 10 ms" in f.fix
+    # the same save every 50 steps: the write hides behind the steps, minus the copy
+    spaced = [save(k * 0.5, 0.035, step=50 * k + 49, nbytes=32_000_000) for k in range(2)]
+    (g,) = checkpoint_check(evidence(record(steps=100, checkpoint=0.035 * 2 / 100, saves=spaced)))
+    rest = 0.010 - 0.035 * 2 / 100
+    expected = (50 * rest + 0.035) / (50 * rest + 32_000_000 / SNAPSHOT_BYTES_PER_S)
+    assert g.expected_speedup == pytest.approx(expected, rel=1e-6)
+    assert 1.05 < g.expected_speedup < removal_speedup(g.share_of_step_time)
 
 
 def test_several_files_saved_together_are_one_checkpoint_and_the_fix_is_for_the_save_line(tmp_path) -> None:

@@ -16,6 +16,7 @@ def _trial(report, fix):
     return next(t for t in report["trials"] if t["fix"] in fixes)
 
 
+@pytest.mark.flaky(reruns=1)  # a measured gain on 2 shared cores (~1.8x alone, 1.3x beside another job)
 def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
     run = doctor("--steps", "30", "--what-if-steps", "10", "--try-steps", "30", zoo_path("prep_workers0.py"))
     assert run.proc.returncode == 0, run.proc.stderr

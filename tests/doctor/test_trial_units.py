@@ -95,14 +95,16 @@ def test_runner_alternates_the_background_writer():
     assert {label: on for label, on in installed} == {"A": False, "B": True}
     assert [label for label, _ in installed] == ["A"] * 3 + ["B"] * 3 + ["A"] * 3 + ["B"] * 3
     (trial,) = info.trials
-    assert trial.fix == "logging" and trial.measured_speedup == pytest.approx(2.0)
+    # the B stretches' last steps also carry the wait for the writer's queue (a thread join here)
+    assert trial.fix == "logging" and trial.measured_speedup == pytest.approx(2.0, rel=0.05)
     assert trial.steps == 6 and [s.label for s in trial.segments] == ["A", "B", "A", "B"]
 
 
 def test_promise_never_in_the_wrong_direction():
     assert _promise(1.02, None) is None
     assert _promise(1.5, MIN_PROMISE - 0.01) is None
-    assert _promise(1.5, 1.3) == 1.5
+    assert _promise(1.5, 1.3) == 1.3  # the smaller model's gain
+    assert _promise(1.3, 1.5) == 1.3
 
 
 def test_report_quotes_the_trial_in_the_verdict_and_the_top_finding():

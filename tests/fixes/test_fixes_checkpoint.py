@@ -165,3 +165,20 @@ def test_stale_temporaries_are_removed_on_start(scratch):
         open(os.path.join(scratch, name), "wb").close()
     AsyncCheckpointer(scratch).close()
     assert sorted(os.listdir(scratch)) == ["notes.txt"]
+
+
+def test_a_snapshot_reuses_the_memory_of_the_last_one_and_keeps_ties():
+    from supplyline.fixes._snapshot import snapshot_to_cpu
+
+    shared, other = torch.randn(64, 64), torch.randn(64, 64)
+    first = snapshot_to_cpu({"a": shared, "b": shared, "c": other, "step": 1})
+    shared.add_(1.0)  # training moves on
+    second = snapshot_to_cpu({"a": shared, "b": shared, "c": other, "step": 2}, reuse=first)
+    ptr = {k: second[k].untyped_storage().data_ptr() for k in "abc"}
+    assert ptr["a"] == ptr["b"] != ptr["c"]  # the tie is kept, and the two tensors got two buffers
+    assert {ptr["a"], ptr["c"]} == {first["a"].untyped_storage().data_ptr(), first["c"].untyped_storage().data_ptr()}
+    assert torch.equal(second["a"], shared) and torch.equal(second["c"], other) and second["step"] == 2
+    assert shared.untyped_storage().data_ptr() not in ptr.values()  # a copy, never the live weights
+    # a shape the old snapshot lacks gets fresh memory
+    third = snapshot_to_cpu({"a": torch.ones(3)}, reuse=second)
+    assert torch.equal(third["a"], torch.ones(3))

@@ -35,10 +35,10 @@ def zoo_path():
 
 
 @pytest.fixture
-def doctor(tmp_path, cli):
+def doctor(tmp_path, cli, no_trial):
     def run(*args: str, env: dict[str, str] | None = None) -> DoctorRun:
         out = str(tmp_path / "report")
-        proc = cli(["doctor", "--out", out, *args], cwd=str(tmp_path), env=env)
+        proc = cli(["doctor", "--out", out, *no_trial(args), *args], cwd=str(tmp_path), env=env)
         return DoctorRun(proc, out)
 
     return run

@@ -20,9 +20,15 @@ from supplyline.analyze.breakdown import Breakdown, SourceLine
 from supplyline.analyze.capacity import Pipeline, batch_rate, explain
 from supplyline.analyze.gpu_idle import GpuIdleResult
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
-from supplyline.analyze.speedup import InputModel, input_speedup, removal_speedup
+from supplyline.analyze.speedup import (
+    SNAPSHOT_BYTES_PER_S,
+    InputModel,
+    background_save_speedup,
+    input_speedup,
+    removal_speedup,
+)
 from supplyline.analyze.supply import SupplySignal
-from supplyline.collect.checkpoints import cadence, group_checkpoints
+from supplyline.collect.checkpoints import Cadence, cadence, group_checkpoints
 from supplyline.record import RunRecord
 
 CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host"]
@@ -390,8 +396,32 @@ def checkpoint_check(ev: Evidence) -> list[Finding]:
     # The fix is written against the frame that made the save call, never against the user's line
     # that only leads to it (a `trainer.train()`).
     caller_code = _source_of(first.caller)
-    fix = _snippet(lambda s: s.checkpoint_fix_snippet(caller_code, first.stack, every_steps=every), ev)
-    return [Finding("checkpoint", severity(share), share, text, fix or _GENERIC_CHECKPOINT_FIX, removal_speedup(share))]
+    fix = _snippet(lambda s: s.checkpoint_fix_snippet(caller_code, first.stack, every_steps=every), ev) or (
+        _GENERIC_CHECKPOINT_FIX
+    )
+    gain, why = _background_save_gain(b, cad)
+    if gain is None:
+        fix = f"{why} " + fix
+    return [Finding("checkpoint", severity(share), share, text, fix, gain)]
+
+
+def _background_save_gain(b: Breakdown, cad: Cadence) -> tuple[float | None, str]:
+    """The gain from saving in the background (``speedup.background_save_speedup``), or None with the
+    reason when the saves come faster than they can be written beside the steps."""
+    share = b.phase_share[P.CHECKPOINT]
+    if cad.every_steps is None or not b.steps:  # one checkpoint: nothing says how far apart they are
+        return removal_speedup(share), ""
+    rest_s = b.total_s * (1.0 - share) / b.steps
+    snapshot_s = (cad.bytes_each or 0.0) / SNAPSHOT_BYTES_PER_S
+    gain = background_save_speedup(cad.every_steps, rest_s, cad.seconds_each, snapshot_s)
+    if gain >= MIN_PROMISE:
+        return gain, ""
+    return None, (
+        f"No gain expected from saving in the background alone: each checkpoint takes "
+        f"{cad.seconds_each * 1e3:.0f} ms to write and the {cad.every_steps:.0f} steps between them only "
+        f"{cad.every_steps * rest_s * 1e3:.0f} ms, so the next save would wait for the last; save less often "
+        "(or less) first."
+    )
 
 
 _GENERIC_CHECKPOINT_FIX = (

@@ -6,7 +6,8 @@ copy ``AsyncCheckpointer`` takes), so the optimizer may change the weights right
 background thread then writes the copy with the original ``torch.save`` to a temporary name in
 the same directory and renames it into place, so a reader never sees half a file. At most one
 save is in flight: the next ``torch.save`` waits for the previous one, which bounds memory to
-one extra copy of the state. ``torch.load`` of a path still being written waits for it.
+one extra copy of the state, and the next copy is made into that copy's memory where the shapes
+match (no page faults on every save). ``torch.load`` of a path still being written waits for it.
 
 A save to a file object (not a path) stays synchronous: the caller may read the buffer next.
 A failed background write is raised by the next ``torch.save``/``torch.load`` call (where the
@@ -37,6 +38,7 @@ class BackgroundSaves:
         # A failed write not yet raised to the script: the exception and its one-line description.
         self._pending: tuple[BaseException, str] | None = None
         self._dcp_future: Any = None
+        self._last_snapshot: Any = None  # the state last copied, whose memory the next copy reuses
         self.saves = 0
         self.pid = os.getpid()
 
@@ -64,7 +66,9 @@ class BackgroundSaves:
                 return original(obj, f, *args, **kwargs)
             self._join()
             self._raise_pending()
-            snapshot = snapshot_to_cpu(obj)
+            # The previous snapshot is written (joined above): its memory takes this copy.
+            snapshot = snapshot_to_cpu(obj, reuse=self._last_snapshot)
+            self._last_snapshot = snapshot
             path = os.path.abspath(os.fspath(f))
             self._start(lambda: self._write(original, snapshot, path, args, kwargs), path, tensor_bytes(obj))
             return None
@@ -144,6 +148,7 @@ class BackgroundSaves:
     def finish(self) -> str | None:
         """Wait for the last write and put torch back; a failure never raised to the script, in one line."""
         self._join()
+        self._last_snapshot = None
         _exit.unregister(self._join)
         self._patcher.uninstall()
         return self._pending[1] if self._pending else None

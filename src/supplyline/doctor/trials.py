@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -224,6 +225,11 @@ class TrialRunner:
         if self._fix is not None:
             fix, self._fix = self._fix, None
             counts = self._fix_counts.setdefault(seg.plan, [])
+            # The writes still queued are this stretch's work: the wait for them is charged to its last
+            # step, or a stretch that ends with a save in flight would look free of its cost (saves that
+            # take longer than the steps between them gain nothing in the background, and must not
+            # seem to).
+            t = time.perf_counter()
             if hasattr(fix, "syncs_queued"):
                 fix.finish()
                 problems += [f"a background write failed: {e}" for e in fix.errors]
@@ -233,6 +239,8 @@ class TrialRunner:
                 if failed:
                     problems.append(failed)
                 counts.append(f"{fix.saves} save(s)")
+            if seg.durations:
+                seg.durations[-1] += time.perf_counter() - t
         for p in problems:
             self.info.note = _join(self.info.note, p)
 
@@ -253,8 +261,6 @@ class TrialRunner:
 
     def next_batch(self, original: Callable[[Any], Any]) -> Any:
         """A batch for the loop from the trial's loader (``original``: the unhooked ``__next__``)."""
-        import time
-
         if self._trial_iter is None:
             t = time.perf_counter()
             with _quiet_worker_count():
