@@ -129,10 +129,15 @@ def test_ctrl_c_keeps_the_report_and_exit_code(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout.readline().strip() == "READY"
-    time.sleep(1.0)  # let it train a little; not a timing assertion
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(1.0)  # let it train a little; not a timing assertion
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a child that ignored the signal must not train on after the test
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 130
     assert "KeyboardInterrupt" in err
     rec = json.loads((out / "record.json").read_text())
