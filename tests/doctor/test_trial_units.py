@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 import pytest
@@ -9,9 +10,9 @@ import pytest
 from supplyline.analyze.checks import MIN_PROMISE, _promise
 from supplyline.analyze.report import build_report
 from supplyline.apply.writes import AsyncStream
-from supplyline.collect.events import TrialRecord, TrialsInfo
+from supplyline.collect.events import SaveEvent, TrialRecord, TrialsInfo
 from supplyline.doctor import trial_stats as ts
-from supplyline.doctor.trials import PlannedTrial, TrialRunner, plan_trials, worker_candidates
+from supplyline.doctor.trials import PlannedTrial, TrialRunner, plan_trials, save_period, worker_candidates
 from supplyline.record import load_record
 
 OLD_RECORD = "tests/analyze/fixtures/record_v1_demo.json"
@@ -26,6 +27,39 @@ def test_segment_rate_leaves_the_first_step_out():
 def test_ab_schedule_alternates_and_keeps_a_rated_minimum():
     assert ts.ab_schedule(40) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
     assert [n for _, n in ts.ab_schedule(4)] == [3, 3, 3, 3]
+
+
+def test_ab_schedule_in_whole_save_periods_after_a_lead():
+    # saves every 5 steps: 30 steps would be 7-step stretches holding one or two saves by chance
+    assert ts.ab_schedule(30, period=5, lead=2) == [("lead", 2), ("A", 5), ("B", 5), ("A", 5), ("B", 5)]
+    assert ts.ab_schedule(40, period=5) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
+    assert ts.ab_schedule(8, period=1) == [("A", 3)] + [("B", 3), ("A", 3), ("B", 3)]  # the rated minimum
+    assert ts.ab_schedule(30, period=24) == [("A", 24), ("B", 24), ("A", 24), ("B", 24)]
+
+
+def test_save_period_reads_a_regular_cadence_only():
+    def saves(*steps: int) -> list[SaveEvent]:
+        return [SaveEvent("torch.save", k * 1.0, 0.01, "c.pt", True, step=k) for k in steps]
+
+    assert save_period(saves(4, 9, 14, 19)) == (5, 19)
+    assert save_period(saves(4, 9, 15)) == (None, 0)  # by time, not by step
+    assert save_period(saves(4)) == (None, 0)
+
+
+def test_checkpoint_stretches_start_right_after_a_save_and_hold_one_each():
+    info = TrialsInfo(enabled=True, steps_requested=20)
+    runner = TrialRunner(info, lambda line: None)
+    # saves every 5 steps, the last in step 37; the trial starts at step 40: 3 lead steps (40-42, a save in 42)
+    plan = PlannedTrial("checkpoint", 2.0, period=5, last_save=37)
+    assert runner.begin([plan], None, [0.02] * 5, first_step=40)
+    assert [(s.label, s.steps) for s in runner.segments] == [("lead", 3), ("A", 5), ("B", 5), ("A", 5), ("B", 5)]
+    starts = list(itertools.accumulate([40] + [s.steps for s in runner.segments]))[1:-1]
+    assert all((start - 38) % 5 == 0 for start in starts)  # each right after a save step (37 + 5k)
+    done = False
+    while not done:
+        done = runner.on_step(0.01)
+    (trial,) = info.trials
+    assert [s.label for s in trial.segments] == ["A", "B", "A", "B"]  # the lead is not a result
 
 
 def test_alternating_pools_rates_and_cancels_drift():

@@ -146,8 +146,10 @@ def severity(share: float) -> Severity:
 
 def input_model(ev: Evidence) -> InputModel:
     b, w = ev.breakdown, ev.record.whatif
+    # Throughput is total time over steps: with several workers batches arrive in bursts (one step
+    # waits a whole batch, the next finds one ready), and the median step would hide the waits.
     return InputModel(
-        step_s=b.step_s_median,
+        step_s=b.step_s_mean,
         wait_share=judged_share(ev, P.DATA_WAIT).share,
         batches_per_step=b.batches_per_step,
         cores=ev.record.host.cpu_count,
@@ -205,11 +207,11 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
     """The input pipeline's per-batch costs as this run measured them, for the capacity model."""
     b, record, loader = ev.breakdown, ev.record, ev.supply.loader
     bps = b.batches_per_step
-    if loader is None or not bps or not b.step_s_median:
+    if loader is None or not bps or not b.step_s_mean:
         return None
     nw, w = loader.num_workers, record.whatif
-    wait_s = b.step_s_median * b.phase_share[P.DATA_WAIT]
-    step_wall = (w.compute_only_step_s if w.ran and w.compute_only_step_s else b.step_s_median - wait_s) / bps
+    wait_s = b.step_s_mean * b.phase_share[P.DATA_WAIT]  # the mean: see input_model
+    step_wall = (w.compute_only_step_s if w.ran and w.compute_only_step_s else b.step_s_mean - wait_s) / bps
     if w.ran and w.loader_only_batches_per_s:
         batch_wall = max(nw, 1) / w.loader_only_batches_per_s
     elif nw == 0:

@@ -31,14 +31,15 @@ from supplyline.fixes._snapshot import snapshot_to_cpu, tensor_bytes
 class BackgroundSaves:
     """Install, let the script save, then ``finish()``: every write done, the first error returned."""
 
-    def __init__(self) -> None:
+    def __init__(self, reuse: Any = None) -> None:
+        """``reuse``: the ``last_snapshot`` of an earlier, finished saver (a trial's previous stretch)."""
         self._patcher = Patcher()
         self._thread: threading.Thread | None = None
         self._writing: str | None = None  # the path of the save in flight
         # A failed write not yet raised to the script: the exception and its one-line description.
         self._pending: tuple[BaseException, str] | None = None
         self._dcp_future: Any = None
-        self._last_snapshot: Any = None  # the state last copied, whose memory the next copy reuses
+        self.last_snapshot: Any = reuse  # the state last copied, whose memory the next copy reuses
         self.saves = 0
         self.pid = os.getpid()
 
@@ -67,8 +68,8 @@ class BackgroundSaves:
             self._join()
             self._raise_pending()
             # The previous snapshot is written (joined above): its memory takes this copy.
-            snapshot = snapshot_to_cpu(obj, reuse=self._last_snapshot)
-            self._last_snapshot = snapshot
+            snapshot = snapshot_to_cpu(obj, reuse=self.last_snapshot)
+            self.last_snapshot = snapshot
             path = os.path.abspath(os.fspath(f))
             self._start(lambda: self._write(original, snapshot, path, args, kwargs), path, tensor_bytes(obj))
             return None
@@ -148,7 +149,6 @@ class BackgroundSaves:
     def finish(self) -> str | None:
         """Wait for the last write and put torch back; a failure never raised to the script, in one line."""
         self._join()
-        self._last_snapshot = None
         _exit.unregister(self._join)
         self._patcher.uninstall()
         return self._pending[1] if self._pending else None

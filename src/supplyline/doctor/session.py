@@ -36,7 +36,7 @@ from supplyline.collect.events import (
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
-from supplyline.doctor.trials import TRIAL_LABEL, TrialRunner, plan_trials
+from supplyline.doctor.trials import TRIAL_LABEL, TrialRunner, plan_trials, save_period
 from supplyline.launch import Outcome, StopTraining
 from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
 
@@ -262,13 +262,16 @@ class DoctorSession:
             if not plans:
                 info.note = "no finding with a fix the doctor can try in-process"
                 return False
+            for plan in plans:
+                if plan.fix == "checkpoint":
+                    plan.period, plan.last_save = save_period(now.saves)
             observed = [now.steps["duration_s"][i] for i in now.observed_steps]
             baseline = observed[report.steps.warmup_excluded :]
             loader_object = self.hooks.loader_objects.get(self.clock.train_loader or -1)
             self._before_trial = (len(self.hooks.saves), self.hooks.logging_calls)
             self.clock.whatif_label = TRIAL_LABEL
             self.ctl.mode = Controller.TRIAL
-            if not self.trial.begin(plans, loader_object, baseline):
+            if not self.trial.begin(plans, loader_object, baseline, first_step=len(now.steps["duration_s"])):
                 self.ctl.mode = before
                 return False
         except Exception as exc:  # a trial is a bonus: its failure is a note, the job stops as it would have

@@ -26,10 +26,22 @@ def segment_rate(durations: list[float]) -> float | None:
     return rate(rest) if len(rest) >= MIN_RATED_STEPS else None
 
 
-def ab_schedule(total_steps: int, segments: int = 4) -> list[tuple[str, int]]:
-    """``A B A B``: ``segments`` alternating stretches sharing ``total_steps`` (each at least 1 + 2 steps)."""
+def ab_schedule(total_steps: int, segments: int = 4, period: int | None = None, lead: int = 0) -> list[tuple[str, int]]:
+    """``A B A B``: ``segments`` alternating stretches sharing ``total_steps`` (each at least 1 + 2 steps).
+
+    ``period``: a cost paid every ``period`` steps (a checkpoint saved every 5 steps). Each stretch is
+    then a whole number of periods, after ``lead`` unrated steps that make the first start right
+    after such a step: every stretch holds the same number of them, all in its rated steps. (Seven-step
+    stretches over saves every 5 steps hold one or two saves by chance, a 2x bias either way.)"""
     each = max(MIN_RATED_STEPS + 1, total_steps // segments)
-    return [("A" if i % 2 == 0 else "B", each) for i in range(segments)]
+    head: list[tuple[str, int]] = []
+    if period:
+        each = period * max(1, round(each / period), -(-(MIN_RATED_STEPS + 1) // period))
+        head = [(LEAD, lead)] if lead else []
+    return head + [("A" if i % 2 == 0 else "B", each) for i in range(segments)]
+
+
+LEAD = "lead"  # steps run unchanged before the A B A B stretches, to align them with a period; not rated
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,7 @@ def alternating(segments: list[tuple[str, list[float]]]) -> Measured:
     Rates pool every rated step of a kind; the spread is the range of each B segment's rate over
     the mean rate of the A segments next to it.
     """
-    rated = [(label, d[1:]) for label, d in segments if len(d) - 1 >= MIN_RATED_STEPS]
+    rated = [(label, d[1:]) for label, d in segments if label != LEAD and len(d) - 1 >= MIN_RATED_STEPS]
     base = rate([x for label, d in rated if label == "A" for x in d])
     fixed = rate([x for label, d in rated if label == "B" for x in d])
     ratios: list[float] = []

@@ -18,6 +18,7 @@ the way the what-if phases stop it, and its exit code is never changed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import time
 import warnings
@@ -25,7 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from supplyline.collect.events import TrialRecord, TrialSegment, TrialsInfo
+from supplyline.collect.checkpoints import group_checkpoints
+from supplyline.collect.events import SaveEvent, TrialRecord, TrialSegment, TrialsInfo
 from supplyline.doctor import trial_stats
 
 TRIAL_LABEL = 2.0  # steps.whatif: 0 observed, 1 compute-only replay, 2 fix trial
@@ -51,6 +53,20 @@ class PlannedTrial:
     fix: str  # the finding's check
     predicted: float | None
     candidates: list[dict[str, Any]] = field(default_factory=list)  # loader settings to try, best guess first
+    # Checkpoints saved every ``period`` steps, the last in step ``last_save``: the A/B stretches are
+    # laid out in whole periods (trial_stats.ab_schedule).
+    period: int | None = None
+    last_save: int = 0
+
+
+def save_period(saves: list[SaveEvent]) -> tuple[int | None, int]:
+    """Checkpoints saved on a regular step cadence: (steps between them, the step of the last);
+    (None, 0) when there are fewer than two or the gaps differ (saves by time, on improvement)."""
+    steps = [c.step for c in group_checkpoints([s for s in saves if s.in_step]) if c.step is not None]
+    gaps = {b - a for a, b in itertools.pairwise(steps)}
+    if len(gaps) != 1 or min(gaps) < 1:
+        return None, 0
+    return gaps.pop(), steps[-1]
 
 
 def loader_settings(recommended: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
@@ -138,15 +154,18 @@ class TrialRunner:
         self._trial_iter: Any = None
         self._fix: Any = None  # the installed BackgroundWrites / BackgroundSaves of a B stretch
         self._fix_counts: dict[int, list[str]] = {}
+        self._snapshot: Any = None  # the checkpoint copy of the last B stretch, whose memory the next reuses
         self._startup_pending = False
         self.active = False
 
     # -- planning ---------------------------------------------------------------------------
-    def begin(self, plans: list[PlannedTrial], loader: Any, baseline: list[float]) -> bool:
-        """Lay out the segments and start the first; False when there is nothing to try."""
+    def begin(self, plans: list[PlannedTrial], loader: Any, baseline: list[float], first_step: int = 0) -> bool:
+        """Lay out the segments and start the first (``first_step``: the index the trial's first step
+        will have in the record); False when there is nothing to try."""
         self.plans, self.loader, self.baseline = plans, loader, baseline
         steps = self.info.steps_requested
         for i, plan in enumerate(plans):
+            at = first_step + sum(s.steps for s in self.segments)
             if plan.fix in LOADER_FIXES:
                 if loader is None:
                     self.info.note = _join(self.info.note, f"{plan.fix}: the training DataLoader object was not seen")
@@ -154,7 +173,9 @@ class TrialRunner:
                 each = max(MIN_CANDIDATE_STEPS, steps // len(plan.candidates))
                 self.segments += [_Segment(i, "B", each, c) for c in plan.candidates]
             else:
-                self.segments += [_Segment(i, label, n) for label, n in trial_stats.ab_schedule(steps)]
+                lead = (plan.last_save + 1 - at) % plan.period if plan.period else 0
+                schedule = trial_stats.ab_schedule(steps, period=plan.period, lead=lead)
+                self.segments += [_Segment(i, label, n) for label, n in schedule]
         if not self.segments:
             return False
         self.active = True
@@ -208,7 +229,9 @@ class TrialRunner:
         elif fix == "checkpoint":
             from supplyline.apply.checkpoint import BackgroundSaves
 
-            self._fix = BackgroundSaves().install()
+            # The last stretch's copy lends its memory: a job saving every few steps copies into
+            # warm pages, as it would under `supplyline run --apply async_save` after its first save.
+            self._fix = BackgroundSaves(reuse=self._snapshot).install()
 
     def _end_segment(self) -> None:
         seg = self.segment
@@ -236,6 +259,7 @@ class TrialRunner:
                 counts.append(f"{fix.items} writes ({fix.syncs_queued} fsyncs)")
             else:
                 failed = fix.finish()
+                self._snapshot = fix.last_snapshot
                 if failed:
                     problems.append(failed)
                 counts.append(f"{fix.saves} save(s)")
@@ -282,6 +306,7 @@ class TrialRunner:
             self._end_segment()
         except Exception as exc:
             note = _join(note, f"ending the trial failed: {type(exc).__name__}: {exc}")
+        self._snapshot = None  # the copy's memory goes back when the trial ends
         if note:
             self.info.note = _join(self.info.note, note)
         for i, plan in enumerate(self.plans):
@@ -320,6 +345,8 @@ class TrialRunner:
                 records,
                 note,
             )
+        segs = [s for s in segs if s.label != trial_stats.LEAD]
+        records = [r for r in records if r.label != trial_stats.LEAD]
         m = trial_stats.alternating([(s.label, s.durations) for s in segs])
         settings = {"async_logging": True} if plan.fix == "logging" else {"async_save": True}
         counts = self._fix_counts.get(index, [])
