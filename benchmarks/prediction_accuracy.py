@@ -7,12 +7,14 @@ For each planted job (written out below as a real script):
 - the doctor runs it unchanged (``--steps 30 --what-if-steps 10 --try-steps 30``) and gives its top
   finding's predicted speed-up and its trial's measured one, with the settings the trial kept;
 - the truth is plain ``python job.py``: the original against a copy with the fix applied by
-  editing the script (the DataLoader settings the trial kept — or recommended, when no trial ran —
-  or the background writer / saver installed at the top), alternating runs, ``--repeats`` each.
-  Each run reports its own steps/s from its second step on (start-up left out, as the trial does).
+  editing the script (the DataLoader settings the doctor recommended and, when its trial kept
+  other ones, those too; or the background writer / saver installed at the top), alternating
+  runs, ``--repeats`` each. Each run reports its own steps/s from its second step on (start-up
+  left out, as the trial does).
 
-The table gives the truth (median and range of the per-pair ratios), the prediction and the
-trial, each with its error against the truth's median.
+The table gives each truth (median and range of the per-pair ratios), the prediction (judged
+against the truth of the recommended settings) and the trial (against the truth of the settings
+it kept), each with its error.
 """
 
 from __future__ import annotations
@@ -153,30 +155,45 @@ def measure(name: str, body: str, kind: str, repeats: int, steps: int, work: str
     rep = doctor(script, os.path.join(work, "report-" + os.path.basename(script)), env)
     top = rep["findings"][0] if rep["findings"] else None
     trial = rep["trials"][0] if rep["trials"] else None
-    settings: dict = {}
+    recommended: dict = {}
+    tried: dict = {}
     if kind == "loader":
+        rec = rep.get("dataloader_recommended") or {}
+        recommended = {
+            k: e["recommended"] for k, e in rec.items() if k != "batch_size" and e["recommended"] != e["seen"]
+        }
         if trial and trial["fix"] in ("dataloader", "storage"):
-            settings = {k: v for k, v in trial["settings"].items()}
-        else:
-            rec = rep.get("dataloader_recommended") or {}
-            settings = {
-                k: e["recommended"] for k, e in rec.items() if k != "batch_size" and e["recommended"] != e["seen"]
-            }
-    fixed_args = [str(steps), repr(settings), {"loader": "", "writes": "writes", "saves": "saves"}.get(kind, "")]
-    ratios: list[float] = []
-    for _ in range(repeats):  # alternating: before, after, before, after...
+            tried = dict(trial["settings"])
+    fix = {"loader": "", "writes": "writes", "saves": "saves"}.get(kind, "")
+    # The prediction is for the recommended settings, the trial's for the ones it kept (the fastest it
+    # tried): each is judged against the truth of its own settings, measured in the same alternation.
+    variants = {"recommended": recommended or None, "tried": tried or None} if kind == "loader" else {"fix": {}}
+    variants = {name: v for name, v in variants.items() if v is not None}
+    if kind == "loader" and variants.get("tried") == variants.get("recommended"):
+        variants.pop("tried")
+    ratios: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):  # alternating: before, each fix, before, each fix...
         before = run_rate(script, [str(steps)], env)
-        after = run_rate(script, fixed_args, env) if kind != "none" else run_rate(script, [str(steps)], env)
-        ratios.append(after / before)
+        for name, settings in variants.items():
+            # the healthy job has no fix: its "after" is the unchanged script again (the run-to-run noise)
+            ratios[name].append(run_rate(script, [str(steps), repr(settings), fix], env) / before)
+    truth_of = {name: statistics.median(r) for name, r in ratios.items()}
+    pred_truth = truth_of.get("recommended", truth_of.get("fix", 1.0))
+    trial_truth = truth_of.get("tried", pred_truth)
+    pred_ratios = ratios.get("recommended", ratios.get("fix", [1.0]))
+    trial_ratios = ratios.get("tried", pred_ratios)
     return {
         "job": name,
-        "truth": statistics.median(ratios),
-        "truth_range": (min(ratios), max(ratios)),
+        "truth": pred_truth,
+        "truth_range": (min(pred_ratios), max(pred_ratios)),
+        "trial_truth": trial_truth,
+        "trial_truth_range": (min(trial_ratios), max(trial_ratios)),
         "finding": top["check"] if top else "-",
         "predicted": top["expected_speedup"] if top and top["expected_speedup"] else 1.0,
         "trial": trial["measured_speedup"] if trial else None,
         "trial_spread": trial["spread"] if trial else [],
-        "settings": settings or ({"fix": kind} if kind not in ("loader", "none") else {}),
+        "settings": recommended or ({"fix": kind} if kind not in ("loader", "none") else {}),
+        "tried": tried,
         "verdict": rep["verdict"]["sentence"],
     }
 
@@ -199,11 +216,13 @@ def main() -> None:
             rows.append(measure(name, body, kind, args.repeats, args.steps, work))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| job | finding | truth (range) | predicted (err) | trial (spread; err) | fix tried |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| job | finding | truth, recommended (range) | predicted (err) | truth, tried (range) | trial (spread; err) | fix |"
+    )
+    print("|---|---|---|---|---|---|---|")
     trial_errs, pred_errs = [], []
     for r in rows:
-        pe, te = err(r["predicted"], r["truth"]), err(r["trial"], r["truth"])
+        pe, te = err(r["predicted"], r["truth"]), err(r["trial"], r["trial_truth"])
         pred_errs.append(abs(pe))
         trial = "no trial"
         if r["trial"] is not None:
@@ -211,10 +230,13 @@ def main() -> None:
             spread = f"{r['trial_spread'][0]:.2f}–{r['trial_spread'][1]:.2f}; " if r["trial_spread"] else ""
             trial = f"{r['trial']:.2f}× ({spread}{te:+.0%})"
         lo, hi = r["truth_range"]
+        tlo, thi = r["trial_truth_range"]
         fix = ", ".join(f"{k}={v}" for k, v in r["settings"].items()) or "-"
+        if r["tried"] and r["tried"] != r["settings"]:
+            fix += "; tried " + ", ".join(f"{k}={v}" for k, v in r["tried"].items())
         print(
-            f"| {r['job']} | {r['finding']} | {r['truth']:.2f}× ({lo:.2f}–{hi:.2f}) | "
-            f"{r['predicted']:.2f}× ({pe:+.0%}) | {trial} | {fix} |"
+            f"| {r['job']} | {r['finding']} | {r['truth']:.2f}× ({lo:.2f}–{hi:.2f}) | {r['predicted']:.2f}× ({pe:+.0%}) | "
+            f"{r['trial_truth']:.2f}× ({tlo:.2f}–{thi:.2f}) | {trial} | {fix} |"
         )
     if trial_errs:
         print(
