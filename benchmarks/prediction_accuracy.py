@@ -168,16 +168,16 @@ def measure(name: str, body: str, kind: str, repeats: int, steps: int, work: str
     # The prediction is for the recommended settings, the trial's for the ones it kept (the fastest it
     # tried): each is judged against the truth of its own settings, measured in the same alternation.
     variants = {"recommended": recommended or None, "tried": tried or None} if kind == "loader" else {"fix": {}}
-    variants = {name: v for name, v in variants.items() if v is not None}
+    variants = {variant: v for variant, v in variants.items() if v is not None}
     if kind == "loader" and variants.get("tried") == variants.get("recommended"):
         variants.pop("tried")
-    ratios: dict[str, list[float]] = {name: [] for name in variants}
+    ratios: dict[str, list[float]] = {variant: [] for variant in variants}
     for _ in range(repeats):  # alternating: before, each fix, before, each fix...
         before = run_rate(script, [str(steps)], env)
-        for name, settings in variants.items():
+        for variant, settings in variants.items():
             # the healthy job has no fix: its "after" is the unchanged script again (the run-to-run noise)
-            ratios[name].append(run_rate(script, [str(steps), repr(settings), fix], env) / before)
-    truth_of = {name: statistics.median(r) for name, r in ratios.items()}
+            ratios[variant].append(run_rate(script, [str(steps), repr(settings), fix], env) / before)
+    truth_of = {variant: statistics.median(r) for variant, r in ratios.items()}
     pred_truth = truth_of.get("recommended", truth_of.get("fix", 1.0))
     trial_truth = truth_of.get("tried", pred_truth)
     pred_ratios = ratios.get("recommended", ratios.get("fix", [1.0]))

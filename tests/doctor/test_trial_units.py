@@ -24,6 +24,14 @@ def test_segment_rate_leaves_the_first_step_out():
     assert ts.rate([]) is None
 
 
+def test_a_new_loaders_stretch_leaves_out_one_step_per_worker():
+    # 4 workers: their first batches arrive together after the start-up, the next 3 steps wait for nothing
+    durations = [1.0, 0.001, 0.001, 0.001] + [0.1] * 6
+    assert ts.loader_skip({"num_workers": 4}) == 4 and ts.loader_skip({}) == 1
+    assert ts.segment_rate(durations, ts.loader_skip({"num_workers": 4})) == pytest.approx(10.0)
+    assert ts.segment_rate(durations) == pytest.approx(9 / 0.603)  # one step left out: 1.5x too fast
+
+
 def test_ab_schedule_alternates_and_keeps_a_rated_minimum():
     assert ts.ab_schedule(40) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
     assert [n for _, n in ts.ab_schedule(4)] == [3, 3, 3, 3]
@@ -33,7 +41,7 @@ def test_ab_schedule_in_whole_save_periods_after_a_lead():
     # saves every 5 steps: 30 steps would be 7-step stretches holding one or two saves by chance
     assert ts.ab_schedule(30, period=5, lead=2) == [("lead", 2), ("A", 5), ("B", 5), ("A", 5), ("B", 5)]
     assert ts.ab_schedule(40, period=5) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
-    assert ts.ab_schedule(8, period=1) == [("A", 3)] + [("B", 3), ("A", 3), ("B", 3)]  # the rated minimum
+    assert ts.ab_schedule(8, period=1) == [("A", 3), ("B", 3), ("A", 3), ("B", 3)]  # the rated minimum
     assert ts.ab_schedule(30, period=24) == [("A", 24), ("B", 24), ("A", 24), ("B", 24)]
 
 

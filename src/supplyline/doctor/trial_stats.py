@@ -20,10 +20,18 @@ def rate(durations: list[float]) -> float | None:
     return len(durations) / total if durations and total > 0 else None
 
 
-def segment_rate(durations: list[float]) -> float | None:
-    """A segment's steps per second, its first step left out."""
-    rest = durations[1:]
+def segment_rate(durations: list[float], skip: int = 1) -> float | None:
+    """A segment's steps per second, its first ``skip`` steps left out (at least the first)."""
+    rest = durations[max(1, skip) :]
     return rate(rest) if len(rest) >= MIN_RATED_STEPS else None
+
+
+def loader_skip(settings: dict[str, object]) -> int:
+    """Steps a new loader's stretch leaves out of its rate: one per worker. Every worker makes its
+    first batch during the start-up, so those batches arrive together and the steps that take them
+    wait for nothing — rated, they would credit a 15-step stretch with 8 workers ~1.4x too much."""
+    workers = settings.get("num_workers")
+    return max(1, workers if isinstance(workers, int) else 1)
 
 
 def ab_schedule(total_steps: int, segments: int = 4, period: int | None = None, lead: int = 0) -> list[tuple[str, int]]:

@@ -171,7 +171,10 @@ class TrialRunner:
                     self.info.note = _join(self.info.note, f"{plan.fix}: the training DataLoader object was not seen")
                     continue
                 each = max(MIN_CANDIDATE_STEPS, steps // len(plan.candidates))
-                self.segments += [_Segment(i, "B", each, c) for c in plan.candidates]
+                self.segments += [
+                    _Segment(i, "B", max(each, trial_stats.loader_skip(c) + trial_stats.MIN_RATED_STEPS + 2), c)
+                    for c in plan.candidates
+                ]
             else:
                 lead = (plan.last_save + 1 - at) % plan.period if plan.period else 0
                 schedule = trial_stats.ab_schedule(steps, period=plan.period, lead=lead)
@@ -315,22 +318,17 @@ class TrialRunner:
                 self.info.trials.append(self._result(i, plan, segs))
 
     def _result(self, index: int, plan: PlannedTrial, segs: list[_Segment]) -> TrialRecord:
-        records = [
-            TrialSegment(s.label, len(s.durations), trial_stats.segment_rate(s.durations), s.settings, s.startup_s)
-            for s in segs
-        ]
+        records = [TrialSegment(s.label, len(s.durations), _rate(plan, s), s.settings, s.startup_s) for s in segs]
         if plan.fix in LOADER_FIXES:
-            rated = [s for s in segs if trial_stats.segment_rate(s.durations)]
+            rated = [s for s in segs if _rate(plan, s)]
             if not rated:
                 return TrialRecord(plan.fix, {}, plan.predicted, None, None, None, segments=records, note=_short(segs))
-            best = max(rated, key=lambda s: trial_stats.segment_rate(s.durations) or 0.0)
-            m = trial_stats.against_baseline(self.baseline, best.durations[1:])
+            best = max(rated, key=lambda s: _rate(plan, s) or 0.0)
+            m = trial_stats.against_baseline(self.baseline, best.durations[trial_stats.loader_skip(best.settings) :])
             note = ""
             if len(rated) > 1:
                 note = "fastest of " + ", ".join(
-                    f"num_workers={s.settings.get('num_workers')} "
-                    f"({trial_stats.segment_rate(s.durations) or 0:.1f} steps/s)"
-                    for s in rated
+                    f"num_workers={s.settings.get('num_workers')} ({_rate(plan, s) or 0:.1f} steps/s)" for s in rated
                 )
             return TrialRecord(
                 plan.fix,
@@ -364,6 +362,11 @@ class TrialRunner:
             records,
             note,
         )
+
+
+def _rate(plan: PlannedTrial, seg: _Segment) -> float | None:
+    skip = trial_stats.loader_skip(seg.settings) if plan.fix in LOADER_FIXES else 1
+    return trial_stats.segment_rate(seg.durations, skip)
 
 
 def _short(segs: list[_Segment]) -> str:
