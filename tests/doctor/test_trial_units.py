@@ -24,12 +24,14 @@ def test_segment_rate_leaves_the_first_step_out():
     assert ts.rate([]) is None
 
 
-def test_a_new_loaders_stretch_leaves_out_one_step_per_worker():
-    # 4 workers: their first batches arrive together after the start-up, the next 3 steps wait for nothing
+def test_a_new_loaders_stretch_leaves_out_what_its_queues_held():
+    # 2 workers x prefetch 2: up to 4 batches made during the start-up, taken without a wait
     durations = [1.0, 0.001, 0.001, 0.001] + [0.1] * 6
-    assert ts.loader_skip({"num_workers": 4}) == 4 and ts.loader_skip({}) == 1
-    assert ts.segment_rate(durations, ts.loader_skip({"num_workers": 4})) == pytest.approx(10.0)
-    assert ts.segment_rate(durations) == pytest.approx(9 / 0.603)  # one step left out: 1.5x too fast
+    assert ts.loader_skip({"num_workers": 2, "prefetch_factor": 2}) == 4
+    assert ts.loader_skip({"num_workers": 2}) == 4  # torch's default prefetch_factor
+    assert ts.loader_skip({"num_workers": 8, "prefetch_factor": 4}) == 32 and ts.loader_skip({}) == 1
+    assert ts.segment_rate(durations, 4) == pytest.approx(10.0)
+    assert ts.segment_rate(durations) == pytest.approx(9 / 0.603)  # only the first left out: 1.5x too fast
 
 
 def test_ab_schedule_alternates_and_keeps_a_rated_minimum():

@@ -172,7 +172,9 @@ class TrialRunner:
                     continue
                 each = max(MIN_CANDIDATE_STEPS, steps // len(plan.candidates))
                 self.segments += [
-                    _Segment(i, "B", max(each, trial_stats.loader_skip(c) + trial_stats.MIN_RATED_STEPS + 2), c)
+                    # As many rated steps as the steps left out, at the least: a loader whose workers
+                    # wait on reads delivers in waves of one batch per worker, and a rate needs several.
+                    _Segment(i, "B", max(each, 2 * trial_stats.loader_skip(c) + 2), c)
                     for c in plan.candidates
                 ]
             else:
