@@ -12,7 +12,8 @@ def top(report):
 
 
 def test_python_preprocessing_with_no_workers(doctor, zoo_path):
-    run = doctor("--steps", "30", "--what-if-steps", "10", zoo_path("prep_workers0.py"))
+    # 200 Hz: the data-wait lines rest on ~100 samples (at 25 Hz, ~12; one loaded run got none)
+    run = doctor("--steps", "30", "--what-if-steps", "10", "--sample-hz", "200", zoo_path("prep_workers0.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     rep = run.report
     assert rep["verdict"]["bound"] == "input"

@@ -117,7 +117,7 @@ def test_costly_transform_data_wait_reaches_the_transform_and_pil(doctor, zoo_pa
 SLOW_READER = """
 import os, sys, time
 while True:
-    chunk = os.read(0, 4096)
+    chunk = os.read(0, 16384)
     if not chunk:
         break
     time.sleep(0.05)  # a terminal or log collector slower than the job prints

@@ -71,6 +71,7 @@ def _supplyline_cold_mb_s(cli, path: str, out: str) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.flaky(reruns=1)  # a shared virtual disk: one idle run saw our reads vary 570-1675 MB/s
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
 def test_cold_sequential_rate_agrees_with_fio(tmp_path, cli):
     path = str(tmp_path / "seq.bin")
