@@ -354,3 +354,11 @@ def test_the_contributing_guide_example_check_works() -> None:
         "the first batch took 2.5 s"
     ]
     assert run_checks(evidence(record(loaders=[loader(first_batch_s=[0.01])])), (*CHECKS, slow_start_check)) == []
+
+
+def test_workers_missed_in_the_observed_window_are_judged_from_the_rest_of_the_run() -> None:
+    # the only sample inside the steps saw the trainer alone; one taken later saw two busy workers
+    window = [sample(1000.1), sample(1002.0, worker_cpu=[95.0, 95.0])]
+    rec = record(data_wait=0.008, monitor=window, loaders=[loader(num_workers=2)])
+    sig = supply_signal(rec)
+    assert sig.stall == "prep" and "2 workers averaged 95% of a core each" in sig.evidence

@@ -95,3 +95,16 @@ def test_io_rates_of_a_writer(tmp_path) -> None:
     if me.write_bytes_per_s is None:
         pytest.skip("/proc/self/io is not readable here")
     assert me.write_bytes_per_s > 0
+
+
+def test_procfs_tree_sees_a_child_forked_right_after_a_read() -> None:
+    if not ProcfsBackend.usable():
+        pytest.skip("no /proc/PID/task/TID/children here")
+    tree = ProcessTree(os.getpid(), refresh_children_s=60, backend="procfs")
+    tree.read()
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid in [s.pid for s in tree.read()]  # a DataLoader worker forked mid-window is sampled
+    finally:
+        child.kill()
+        child.wait(timeout=30)

@@ -89,9 +89,13 @@ def _supply_signal(record: RunRecord) -> SupplySignal:
             f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)"
         )
         return SupplySignal(loader, stall, 0, None, host_busy, share, ev, swap)
+    cores = record.host.cpu_count
+    if not any(p.role != "root" for s in samples for p in s.processes):
+        # No sample in the observed window saw the workers (a short window): the samples of the
+        # what-if phases and the rest of the run, where the same workers make the same batches.
+        samples = record.monitor.samples
     per_sample, available = [], []
     seen = 0
-    cores = record.host.cpu_count
     for s in samples:
         kids = [p for p in s.processes if p.role != "root"]
         seen = max(seen, len(kids))
