@@ -41,7 +41,9 @@ def test_ab_schedule_alternates_and_keeps_a_rated_minimum():
 
 def test_ab_schedule_in_whole_save_periods_after_a_lead():
     # saves every 5 steps: 30 steps would be 7-step stretches holding one or two saves by chance
-    assert ts.ab_schedule(30, period=5, lead=2) == [("lead", 2), ("A", 5), ("B", 5), ("A", 5), ("B", 5)]
+    # 30 steps: 7 a stretch, rounded up to two saves each
+    assert ts.ab_schedule(30, period=5, lead=2) == [("lead", 2), ("A", 10), ("B", 10), ("A", 10), ("B", 10)]
+    assert ts.ab_schedule(20, period=5) == [("A", 5), ("B", 5), ("A", 5), ("B", 5)]
     assert ts.ab_schedule(40, period=5) == [("A", 10), ("B", 10), ("A", 10), ("B", 10)]
     assert ts.ab_schedule(8, period=1) == [("A", 3), ("B", 3), ("A", 3), ("B", 3)]  # the rated minimum
     assert ts.ab_schedule(30, period=24) == [("A", 24), ("B", 24), ("A", 24), ("B", 24)]

@@ -49,7 +49,9 @@ def ab_schedule(total_steps: int, segments: int = 4, period: int | None = None, 
     each = max(MIN_RATED_STEPS + 1, total_steps // segments)
     head: list[tuple[str, int]] = []
     if period:
-        each = period * max(1, round(each / period), -(-(MIN_RATED_STEPS + 1) // period))
+        # Rounded up: a stretch of one save pays the first copy into fresh memory and one write's
+        # jitter; two or more let the background writer reach its steady state.
+        each = period * max(-(-each // period), -(-(MIN_RATED_STEPS + 1) // period))
         head = [(LEAD, lead)] if lead else []
     return head + [("A" if i % 2 == 0 else "B", each) for i in range(segments)]
 
