@@ -177,16 +177,13 @@ def measure(name: str, body: str, kind: str, repeats: int, steps: int, work: str
         for variant, settings in variants.items():
             # the healthy job has no fix: its "after" is the unchanged script again (the run-to-run noise)
             ratios[variant].append(run_rate(script, [str(steps), repr(settings), fix], env) / before)
-    truth_of = {variant: statistics.median(r) for variant, r in ratios.items()}
-    pred_truth = truth_of.get("recommended", truth_of.get("fix", 1.0))
-    trial_truth = truth_of.get("tried", pred_truth)
     pred_ratios = ratios.get("recommended", ratios.get("fix", [1.0]))
     trial_ratios = ratios.get("tried", pred_ratios)
     return {
         "job": name,
-        "truth": pred_truth,
+        "truth": statistics.median(pred_ratios),
         "truth_range": (min(pred_ratios), max(pred_ratios)),
-        "trial_truth": trial_truth,
+        "trial_truth": statistics.median(trial_ratios),
         "trial_truth_range": (min(trial_ratios), max(trial_ratios)),
         "finding": top["check"] if top else "-",
         "predicted": top["expected_speedup"] if top and top["expected_speedup"] else 1.0,

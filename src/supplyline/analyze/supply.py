@@ -64,14 +64,14 @@ def other_cores_busy(samples: list[Sample], cores: int) -> float:
 
 
 def supply_signal(record: RunRecord) -> SupplySignal:
-    signal = _supply_signal(record)
-    signal.other_cores_busy = other_cores_busy(_window_samples(record), record.host.cpu_count)
+    samples = _window_samples(record)
+    signal = _supply_signal(record, samples)
+    signal.other_cores_busy = other_cores_busy(samples, record.host.cpu_count)
     return signal
 
 
-def _supply_signal(record: RunRecord) -> SupplySignal:
+def _supply_signal(record: RunRecord, samples: list[Sample]) -> SupplySignal:
     loader = record.train_loader
-    samples = _window_samples(record)
     workers = loader.num_workers if loader else 0
     host_busy = statistics.mean(s.cpu.busy_pct for s in samples) if samples else None
     swap = (

@@ -73,7 +73,7 @@ def alternating(segments: list[tuple[str, list[float]]]) -> Measured:
     Rates pool every rated step of a kind; the spread is the range of each B segment's rate over
     the mean rate of the A segments next to it.
     """
-    rated = [(label, d[1:]) for label, d in segments if label != LEAD and len(d) - 1 >= MIN_RATED_STEPS]
+    rated = [(label, d[1:]) for label, d in segments if len(d) - 1 >= MIN_RATED_STEPS]
     base = rate([x for label, d in rated if label == "A" for x in d])
     fixed = rate([x for label, d in rated if label == "B" for x in d])
     ratios: list[float] = []

@@ -326,7 +326,7 @@ class TrialRunner:
             if not rated:
                 return TrialRecord(plan.fix, {}, plan.predicted, None, None, None, segments=records, note=_short(segs))
             best = max(rated, key=lambda s: _rate(plan, s) or 0.0)
-            m = trial_stats.against_baseline(self.baseline, best.durations[trial_stats.loader_skip(best.settings) :])
+            m = trial_stats.against_baseline(self.baseline, best.durations[_skip(plan, best) :])
             note = ""
             if len(rated) > 1:
                 note = "fastest of " + ", ".join(
@@ -345,6 +345,7 @@ class TrialRunner:
                 records,
                 note,
             )
+        # The lead only aligns the stretches with the saves: neither a result nor a rate.
         segs = [s for s in segs if s.label != trial_stats.LEAD]
         records = [r for r in records if r.label != trial_stats.LEAD]
         m = trial_stats.alternating([(s.label, s.durations) for s in segs])
@@ -366,9 +367,13 @@ class TrialRunner:
         )
 
 
+def _skip(plan: PlannedTrial, seg: _Segment) -> int:
+    """Steps a segment leaves out of its rate: a new loader's ready batches, else its first step."""
+    return trial_stats.loader_skip(seg.settings) if plan.fix in LOADER_FIXES else 1
+
+
 def _rate(plan: PlannedTrial, seg: _Segment) -> float | None:
-    skip = trial_stats.loader_skip(seg.settings) if plan.fix in LOADER_FIXES else 1
-    return trial_stats.segment_rate(seg.durations, skip)
+    return trial_stats.segment_rate(seg.durations, _skip(plan, seg))
 
 
 def _short(segs: list[_Segment]) -> str:
