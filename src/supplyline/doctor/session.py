@@ -36,6 +36,7 @@ from supplyline.collect.events import (
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
+from supplyline.doctor import trial_crash
 from supplyline.doctor.trials import TRIAL_LABEL, TrialRunner, plan_trials, save_period
 from supplyline.launch import Outcome, StopTraining
 from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
@@ -137,7 +138,10 @@ class DoctorSession:
     def stop(self, outcome: Outcome) -> RunRecord:
         wall = time.perf_counter() - self.clock.t0
         if self.trial.active:  # the script ended (or failed) mid-trial: drain the fix, keep what was measured
-            self.trial.finish("the script ended during the trial")
+            crash = trial_crash.during_trial(self.trial, outcome.exception_type) if outcome.reason == "exception" else None
+            self.trial.finish(crash.sentence if crash else "the script ended during the trial")
+            if crash is not None:
+                trial_crash.void(self.trials, crash)
         self.clock.finish()
         gpu_timeline = self._stop_timeline()
         self.hooks.uninstall()
