@@ -138,7 +138,9 @@ class DoctorSession:
     def stop(self, outcome: Outcome) -> RunRecord:
         wall = time.perf_counter() - self.clock.t0
         if self.trial.active:  # the script ended (or failed) mid-trial: drain the fix, keep what was measured
-            crash = trial_crash.during_trial(self.trial, outcome.exception_type) if outcome.reason == "exception" else None
+            crash = (
+                trial_crash.during_trial(self.trial, outcome.exception_type) if outcome.reason == "exception" else None
+            )
             self.trial.finish(crash.sentence if crash else "the script ended during the trial")
             if crash is not None:
                 trial_crash.void(self.trials, crash)
