@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -54,6 +55,7 @@ class BackgroundSaves:
         self.synchronous: dict[str, int] = {}  # saves made on the call, by why
         self.pid = os.getpid()
         self._installed = False
+        self._swept: set[str] = set()  # folders whose dead processes' staging folders were removed
 
     def install(self) -> BackgroundSaves:
         import torch
@@ -98,6 +100,9 @@ class BackgroundSaves:
         # Written under the script's own file name, in a private folder beside it: torch names the
         # records inside the file after its name, so a temporary name would change the file's bytes.
         directory, name = os.path.split(path)
+        if directory not in self._swept:
+            self._swept.add(directory)
+            sweep_dead_staging(directory)
         staging = os.path.join(directory, f"{STAGING_PREFIX}{os.getpid()}")
         os.makedirs(staging, exist_ok=True)
         tmp = os.path.join(staging, name)
@@ -204,6 +209,25 @@ def refusal(path: str, size: int) -> str | None:
     if st.f_bavail * st.f_frsize < size * 1.05 + ROOM_MARGIN_BYTES:
         return "too little free space for a second copy"
     return None
+
+
+def sweep_dead_staging(directory: str) -> None:
+    """Remove the staging folders a killed process left in ``directory`` (a SIGKILL mid-save leaves
+    its partial file there, never under the target's name); a live process's folder is left alone."""
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(STAGING_PREFIX)]
+    except OSError:
+        return
+    for n in names:
+        try:
+            pid = int(n[len(STAGING_PREFIX) :])
+            os.kill(pid, 0)
+        except ValueError:
+            continue  # not one of ours
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(directory, n), ignore_errors=True)
+        except PermissionError:
+            continue  # alive, another user's
 
 
 STAGING_PREFIX = ".supplyline-save-"  # + pid: the folder a background save is written in

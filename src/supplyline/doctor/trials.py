@@ -44,7 +44,7 @@ WHAT_CHANGES = {
     "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
     "lines reach their files and the disk a little later, in the same order",
     "checkpoint": "torch.save is snapshotted on the call and written by a background thread to the same path "
-    "in alternate stretches: files appear a little later, complete (temporary name, then rename)",
+    "in alternate stretches; anything that looks at the file or its folder waits for the write",
 }
 
 
@@ -157,6 +157,9 @@ class TrialRunner:
         self._snapshot: Any = None  # the checkpoint copy of the last B stretch, whose memory the next reuses
         self._startup_pending = False
         self.active = False
+        # Saves a B stretch wrote in the background that failed and were never raised to the script:
+        # the script believes them on disk, so the doctor's exit code must not say success.
+        self.lost_saves: list[str] = []
 
     # -- planning ---------------------------------------------------------------------------
     def begin(self, plans: list[PlannedTrial], loader: Any, baseline: list[float], first_step: int = 0) -> bool:
@@ -267,6 +270,7 @@ class TrialRunner:
                 self._snapshot = fix.last_snapshot
                 if failed:
                     problems.append(failed)
+                    self.lost_saves.append(failed)
                 counts.append(f"{fix.saves} save(s)")
             if seg.durations:
                 seg.durations[-1] += time.perf_counter() - t
