@@ -174,7 +174,7 @@ def test_the_next_save_raises_an_earlier_failure(monkeypatch, tmp_path):
     gate.event.set()
     try:
         torch.save(STATE, str(tmp_path / "a.pt"))
-        with pytest.raises(RuntimeError, match="a.pt"):
+        with pytest.raises(RuntimeError, match=r"a\.pt"):
             torch.save(STATE, str(tmp_path / "b.pt"))
     finally:
         saver.finish()

@@ -160,7 +160,7 @@ def test_a_crash_inside_the_trial_is_named_and_voids_its_figure(tmp_path):
     assert digests(doctor.ckpt) == digests(plain.ckpt)  # the saves before the crash all landed
     with open(os.path.join(doctor.report, "report.json"), encoding="utf-8") as fh:
         report = json.load(fh)
-    trial = [t for t in report["trials"] if t["fix"] == "checkpoint"][0]
+    trial = next(t for t in report["trials"] if t["fix"] == "checkpoint")
     assert trial["measured_speedup"] is None and trial["trial_steps_per_s"] is None and not trial["spread"]
     assert "during the fix trial (checkpoint)" in trial["note"] and "not a measurement" in trial["note"]
     assert "RuntimeError" in trial["note"]
