@@ -233,3 +233,25 @@ def test_os_exit_waits_for_the_write_and_fails_if_it_failed(tmp_path):
         timeout=60,
     )
     assert done.returncode == 1 and "torch.save to c.pt failed" in done.stderr
+
+
+def test_a_distributed_checkpoint_folder_is_waited_for_by_the_saving_thread(tmp_path):
+    import warnings
+
+    import torch.distributed.checkpoint as dcp
+
+    saver = BackgroundSaves().install()
+    folder = tmp_path / "step-1"
+    state = {"w": torch.randn(2_000_000)}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "torch.distributed is disabled ... a single process"
+            dcp.save(state, checkpoint_id=str(folder))
+            assert saver._dcp_write is not None and saver._dcp_write.path == str(folder)  # the folder is pending
+            assert ".metadata" in os.listdir(folder)  # a listing right after the save sees it whole
+            back = {"w": torch.zeros(2_000_000)}
+            dcp.load(back, checkpoint_id=str(folder))
+        assert torch.equal(back["w"], state["w"])
+    finally:
+        assert saver.finish() is None
+    assert saver.saves == 1 and not _barrier._writes

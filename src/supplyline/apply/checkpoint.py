@@ -50,6 +50,7 @@ class BackgroundSaves:
         # A failed distributed save not yet raised to the script: the exception and its one-line description.
         self._pending: tuple[BaseException, str] | None = None
         self._dcp_future: Any = None
+        self._dcp_write: _barrier.PendingWrite | None = None  # the folder of the latest distributed save
         self.last_snapshot: Any = reuse  # the state last copied, whose memory the next copy reuses
         self.saves = 0
         self.synchronous: dict[str, int] = {}  # saves made on the call, by why
@@ -125,8 +126,14 @@ class BackgroundSaves:
             self._join()
             self._raise_pending()
             result = async_save(state_dict, *args, **kwargs)
-            self._dcp_future = getattr(result, "upload_completion", result)
+            self._dcp_future = future = getattr(result, "upload_completion", result)
             self.saves += 1
+            folder = kwargs.get("checkpoint_id")
+            if isinstance(folder, (str, os.PathLike)) and hasattr(future, "add_done_callback"):
+                # Until written, a look at the folder from this thread waits (torch's writer threads never do).
+                write = _barrier.begin(os.path.abspath(os.fsdecode(os.fspath(folder))), only_this_thread=True)
+                self._dcp_write = write
+                future.add_done_callback(lambda done: _barrier.end(write, done.exception()))
             return None
 
         return save
@@ -156,9 +163,16 @@ class BackgroundSaves:
             self._thread = None
         if self._dcp_future is not None:
             future, self._dcp_future = self._dcp_future, None
+            write, self._dcp_write = self._dcp_write, None
             try:
                 future.result()
+                if write is not None:
+                    _barrier.end(write)
             except BaseException as exc:
+                if write is not None:  # the done callback may not have run yet: end it here too
+                    _barrier.end(write, exc)
+                    if _barrier.take_failure(write) is None:
+                        return  # raised already, where the script looked at the folder
                 self._pending = (
                     exc,
                     f"distributed checkpoint save failed in the background: {type(exc).__name__}: {exc}",
