@@ -381,7 +381,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup
             startup = f", worker start-up {t.startup_s:.2f} s kept apart" if t.startup_s is not None else ""
-            spread = f" (spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
+            spread = f" (95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
             finding.evidence += f"; trial: {trial.quote}{spread}"
         out.append(trial)
     # The top finding's trial first: it is the one the verdict quotes.
