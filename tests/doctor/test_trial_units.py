@@ -211,6 +211,22 @@ def test_report_quotes_the_trial_in_the_verdict_and_the_top_finding():
     assert report.to_dict()["trials"][0]["measured_speedup"] == 1.48
 
 
+@pytest.mark.parametrize(
+    "measured, spread, words",
+    [(0.88, [0.84, 0.93], "slower than unchanged: do not apply"), (1.1, [0.95, 1.3], "no clear difference")],
+)
+def test_a_trial_that_is_not_faster_says_so_wherever_it_is_quoted(measured, spread, words):
+    record = load_record(OLD_RECORD)
+    record.trials = TrialsInfo(
+        True, 40, "", [TrialRecord("dataloader", {"num_workers": 3}, 2.0, 40.0, 40 * measured, measured, spread, 40)]
+    )
+    report = build_report(record)
+    top = report.findings[0]
+    assert top.check == "dataloader"
+    assert words in report.verdict.sentence and words in top.evidence
+    assert report.trials[0].decision == ("slower" if measured < 1 else "no difference")
+
+
 def test_old_record_has_no_trials():
     report = build_report(load_record(OLD_RECORD))
     assert report.trials == [] and "measured" not in report.verdict.sentence
