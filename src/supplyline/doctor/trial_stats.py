@@ -126,14 +126,16 @@ def bootstrap_interval(
     return (min(lo, point), max(hi, point))
 
 
-def alternating(segments: list[tuple[str, list[float]]]) -> Measured:
+def alternating(segments: list[tuple[str, list[float]]], skips: list[int] | None = None) -> Measured:
     """Speed-up from alternating ``A``/``B`` segments of step durations.
 
-    Rates pool every rated step of a kind; the interval is the block bootstrap over the pairs of
-    stretches run one after the other (each B with the A before it; an A left at the end joins the
-    last pair), see ``bootstrap_interval``.
+    Each segment leaves its first ``skips[i]`` steps out (1 by default: the switch; a rebuilt
+    loader's ready batches for a loader stretch). Rates pool every rated step of a kind; the
+    interval is the block bootstrap over the pairs of stretches run one after the other (each B
+    with the A before it; an A left at the end joins the last pair), see ``bootstrap_interval``.
     """
-    rated = [(label, d[1:]) for label, d in segments if len(d) - 1 >= MIN_RATED_STEPS]
+    cut = [max(1, k) for k in skips] if skips else [1] * len(segments)
+    rated = [(label, d[k:]) for (label, d), k in zip(segments, cut, strict=True) if len(d) - k >= MIN_RATED_STEPS]
     base = rate([x for label, d in rated if label == "A" for x in d])
     fixed = rate([x for label, d in rated if label == "B" for x in d])
     speedup = fixed / base if fixed and base else None
@@ -151,26 +153,3 @@ def alternating(segments: list[tuple[str, list[float]]]) -> Measured:
         groups[-2][0].extend(groups.pop()[0])
     spread = bootstrap_interval(groups, speedup) if speedup else None
     return Measured(base, fixed, speedup, spread)
-
-
-def against_baseline(baseline: list[float], trial: list[float], pieces: int = 3) -> Measured:
-    """Speed-up of one trial segment (first step already left out) over the observed steps.
-
-    The interval is the block bootstrap with each side cut into ``pieces`` consecutive stretches,
-    paired by their order (the observed steps and the trial are far apart in time, so no pairing
-    cancels drift: the spread between pieces is all noise here).
-    """
-    base, fixed = rate(baseline), rate(trial)
-    if not base or not fixed:
-        return Measured(base, fixed, None, None)
-    speedup = fixed / base
-    spread = bootstrap_interval(list(zip(_pieces(baseline, pieces), _pieces(trial, pieces), strict=False)), speedup)
-    return Measured(base, fixed, speedup, spread)
-
-
-def _pieces(steps: list[float], pieces: int) -> list[Stretches]:
-    size = max(1, len(steps) // pieces)
-    cut = [steps[i : i + size] for i in range(0, len(steps), size)]
-    if len(cut) > pieces:  # the remainder joins the last piece
-        cut[pieces - 1 :] = [[x for c in cut[pieces - 1 :] for x in c]]
-    return [[c] for c in cut]
