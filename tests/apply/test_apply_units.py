@@ -187,7 +187,7 @@ def test_auto_keeps_away_from_a_loader_the_trial_found_no_faster(tmp_path):
 
 
 def test_trial_decision_reads_the_interval():
-    from supplyline.analyze.report import trial_decision
+    from supplyline.analyze.trial_result import trial_decision
 
     assert trial_decision(1.2, [1.05, 1.4]) == "faster"
     assert trial_decision(0.9, [0.84, 0.97]) == "slower"

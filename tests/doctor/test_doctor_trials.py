@@ -27,6 +27,9 @@ def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
     assert trial["startup_s"] is not None and trial["startup_s"] > 0
     assert "measured" in rep["verdict"]["sentence"] and "-step trial with num_workers=" in rep["verdict"]["sentence"]
     assert rep["findings"][0]["measured_speedup"] == trial["measured_speedup"]
+    from conftest import check_words_follow_figures
+
+    check_words_follow_figures(rep, run.proc.stderr)
     assert "trying the fix on the job" in run.proc.stderr and "data order within the epoch" in run.proc.stderr
     # trial steps are labelled and kept out of the observed figures
     labels = run.record["steps"]["whatif"]

@@ -28,6 +28,7 @@ from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, median_interval, share_text
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
+from supplyline.analyze.trial_result import loader_trial, trial_decision
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
@@ -187,18 +188,6 @@ class Trial:
         return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}{after}"
 
 
-def trial_decision(measured: float | None, spread: list[float] | tuple[float, ...] | None) -> str | None:
-    """What a trial's 95% interval says: ``faster`` when it lies above 1, ``slower`` below, else
-    ``no difference`` (all three are answers). A trial without an interval (an older record) is
-    read by its point, with the 5% margin the planner asks of a fix."""
-    if measured is None:
-        return None
-    if spread is not None and len(spread) == 2:
-        lo, hi = spread
-        return "faster" if lo > 1.0 else "slower" if hi < 1.0 else "no difference"
-    return "faster" if measured >= 1.05 else "slower" if measured <= 1 / 1.05 else "no difference"
-
-
 @dataclass
 class Report:
     report_version: int
@@ -292,6 +281,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             record.host.cpu_count,
             record.host.cuda_available,
             input_bound=any(f.check in INPUT_CHECKS for f in findings),
+            measured=loader_trial(record),
         ),
         top_lines=b.top_lines,
         data_wait_lines=b.data_wait_lines,

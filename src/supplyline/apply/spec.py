@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from supplyline.analyze.report import trial_decision
+from supplyline.analyze.trial_result import trial_decision
 from supplyline.errors import UserError
 
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
