@@ -5,6 +5,11 @@ clock reads, because it runs on the training thread every step.
 Where the hooks sit and why:
 - ``_BaseDataLoaderIter.__next__`` is defined once on the base class; both iterators inherit it.
 - ``DataLoader.__iter__`` creates the iterator (and starts the workers): its time is data wait too.
+- DataLoader subclasses that define their own ``__iter__`` (torchdata's ``StatefulDataLoader``) are
+  patched too, now and when the script defines them later (``collect/loader_classes``); iterator
+  classes that override ``__next__`` are patched when their first iterator is made. The hooks nest:
+  an override that calls ``super()`` reaches the base's wrapper, which then passes straight through,
+  so every fetch is timed once.
 - ``register_optimizer_step_pre/post_hook`` are global and cover every ``torch.optim.Optimizer``.
 - ``Tensor.backward`` calls ``torch.autograd.backward`` by attribute, so patching the module
   function sees every backward.
@@ -31,6 +36,7 @@ from supplyline import phases as P
 from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
+from supplyline.collect.loader_classes import overrides, watch_subclasses
 from supplyline.collect.patching import Patcher
 from supplyline.collect.saves import SaveRecorder
 from supplyline.collect.steps import StepClock
@@ -69,6 +75,10 @@ class TorchHooks(Patcher):
         self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
+        # Inside a hooked __iter__ / __next__: the nested call of an override's super() passes through.
+        self._in_iter = False
+        self._in_fetch = False
+        self._iterator_classes: set[type] = {_BaseDataLoaderIter}  # whose own __next__ is hooked (or the base)
         # Checkpoint APIs of modules the script imports later: (module, owner path, attribute, kind).
         self._late: list[tuple[str, str, str, str]] = list(_LATE_SAVE_APIS)
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
@@ -83,6 +93,7 @@ class TorchHooks(Patcher):
     def install(self) -> None:
         self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(DataLoader, "__iter__", self._wrap_iter)
+        self._undo.append(watch_subclasses(self._hook_loader_class))
         self._hook_optimizers()
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
@@ -120,12 +131,39 @@ class TorchHooks(Patcher):
                 self._patch(owner, attr, self.save_recorder.wrapper(kind))
 
     # -- DataLoader ---------------------------------------------------------------------------
+    def _hook_loader_class(self, cls: type) -> None:
+        """A DataLoader subclass (defined now or later): its own ``__iter__`` gets the same hook."""
+        if overrides(cls, "__iter__"):
+            self._patch(cls, "__iter__", self._wrap_iter)
+
+    def _hook_iterator_class(self, cls: type) -> None:
+        """The first iterator of ``cls``: each class on its way to ``_BaseDataLoaderIter`` that defines
+        its own ``__next__`` (torchdata's ``_StatefulBaseDataLoaderIter``) gets the fetch hook."""
+        self._iterator_classes.add(cls)
+        for klass in cls.__mro__:
+            if klass is _BaseDataLoaderIter or not issubclass(klass, _BaseDataLoaderIter):
+                break
+            if overrides(klass, "__next__") and not getattr(klass.__dict__["__next__"], "_supplyline_fetch", False):
+                self._patch(klass, "__next__", self._wrap_next)
+            self._iterator_classes.add(klass)
+
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
 
         def __iter__(loader: Any) -> Any:
+            if hooks._in_iter:  # a subclass's __iter__ calling super().__iter__(): timed by the outer one
+                return original(loader)
             t = _now()
-            it = original(loader)
+            hooks._in_iter = True
+            try:
+                it = original(loader)
+            finally:
+                hooks._in_iter = False
+            if type(it) not in hooks._iterator_classes:
+                try:
+                    hooks._hook_iterator_class(type(it))
+                except Exception:  # an odd iterator class: its fetches go unseen, the job goes on
+                    pass
             lid = id(loader)
             info = hooks.loaders.get(lid) or hooks._describe(loader, sys._getframe(1))
             info.epochs_started += 1
@@ -159,6 +197,8 @@ class TorchHooks(Patcher):
             dataset_len=n,
             dataset_module=type(ds).__module__,
             iter_stack=stack_of(caller, limit=25),
+            loader_type=type(loader).__qualname__,
+            loader_module=type(loader).__module__,
         )
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds
@@ -167,6 +207,22 @@ class TorchHooks(Patcher):
         return info
 
     def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        hooks = self
+        timed = self._timed_next(original)
+
+        def __next__(it: Any) -> Any:
+            if hooks._in_fetch:  # an override's super().__next__(), or a trial's batch: timed outside
+                return original(it)
+            hooks._in_fetch = True
+            try:
+                return timed(it)
+            finally:
+                hooks._in_fetch = False
+
+        __next__._supplyline_fetch = True  # type: ignore[attr-defined]  # a mark: this class is hooked already
+        return __next__
+
+    def _timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
         hooks, clock, ctl = self, self.clock, self.ctl
 
         def __next__(it: Any) -> Any:

@@ -1,0 +1,67 @@
+"""Planted: torchdata's StatefulDataLoader over per-sample Python work with num_workers=0.
+
+Prints the loader's class and settings once, and at the end saves the loader's ``state_dict()``,
+loads it into a fresh StatefulDataLoader and prints the next sample indices both produce: equal when resuming works.
+
+python stateful_starved.py STEPS
+"""
+
+import sys
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import Dataset
+from torchdata.stateful_dataloader import StatefulDataLoader
+
+
+class PythonPrep(Dataset):
+    def __len__(self):
+        return 100000
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)  # the sample depends on its index only, whoever loads it
+        x = torch.randn(64, generator=g)
+        t = time.perf_counter()
+        acc = 0.0
+        while time.perf_counter() - t < 0.001:  # a Python loop standing in for decoding
+            for k in range(64):
+                acc = acc * 0.5 + k
+        return x, i % 10, i
+
+
+def main():
+    steps = int(sys.argv[1])
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    loader = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, num_workers=0)
+    print(
+        f"loader {type(loader).__name__} num_workers={loader.num_workers} prefetch_factor={loader.prefetch_factor} "
+        f"persistent_workers={loader.persistent_workers}",
+        flush=True,
+    )
+    first = None
+    step = 0
+    batches = iter(loader)
+    for step, (x, y, _) in enumerate(batches):
+        if step == 1:  # the script's own rate: from the second batch on, start-up left out
+            first = time.perf_counter()
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step + 1 == steps:
+            break
+    if first is not None and step > 1:
+        print(f"rate {(step - 1) / (time.perf_counter() - first):.2f} steps/s", flush=True)
+    state = loader.state_dict()
+    resumed = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, num_workers=loader.num_workers)
+    resumed.load_state_dict(state)
+    print(f"state keys {sorted(state)}", flush=True)
+    print(f"next {next(batches)[2][:4].tolist()} resumed {next(iter(resumed))[2][:4].tolist()}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
