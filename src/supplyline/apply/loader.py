@@ -49,6 +49,23 @@ def _layers(newest: Any, original: Any) -> tuple[list[Any], Any]:
     return layers, original
 
 
+def _by_name(signature: inspect.Signature, loader: Any, args: Any, kwargs: Any) -> dict[str, Any] | None:
+    """A constructor call's arguments by name (a subclass's ``**kwargs`` spread back into them), or
+    None when it takes ``*args`` it was given: those cannot be passed by name."""
+    arguments = dict(signature.bind(loader, *args, **kwargs).arguments)
+    arguments.pop("self", None)
+    for name, param in signature.parameters.items():
+        if name not in arguments:
+            continue
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(arguments.pop(name))
+        elif param.kind is inspect.Parameter.VAR_POSITIONAL:
+            if arguments[name]:
+                return None
+            del arguments[name]
+    return arguments
+
+
 def is_shuffled(arguments: dict[str, Any]) -> bool:
     """Whether a loader built with these ``DataLoader(...)`` arguments draws samples in random order."""
     if arguments.get("shuffle"):
@@ -113,8 +130,9 @@ class LoaderSettings:
                 layers, real = _layers(this, original)
                 _local.depth = 1
                 try:
-                    arguments = dict(signature.bind(loader, *args, **kwargs).arguments)
-                    arguments.pop("self", None)
+                    arguments = _by_name(signature, loader, args, kwargs)
+                    if arguments is None:  # extra positional arguments: left as they are
+                        return real(loader, *args, **kwargs)
                     for layer in reversed(layers):  # the newest install has the last word
                         arguments = layer._adjust(arguments, type(loader).__name__)
                     real(loader, **settle(arguments, {}))

@@ -1,6 +1,6 @@
 """Planted: torchdata's StatefulDataLoader over per-sample Python work with num_workers=0.
 
-Prints the loader's class and settings once, and at the end saves the loader's ``state_dict()``,
+Prints the loader's class and settings once, its state's batch count every 10 steps, and at the end saves the loader's ``state_dict()``,
 loads it into a fresh StatefulDataLoader and prints the next sample indices both produce: equal when resuming works.
 
 python stateful_starved.py STEPS
@@ -30,6 +30,14 @@ class PythonPrep(Dataset):
         return x, i % 10, i
 
 
+def yielded(state):
+    """Batches handed out, as the state says: kept at the top with num_workers=0, in the main
+    process's snapshot with workers."""
+    if "_snapshot" in state:
+        return state["_snapshot"]["_snapshot_step"] + state["_steps_since_snapshot"]
+    return state["_num_yielded"]
+
+
 def main():
     steps = int(sys.argv[1])
     torch.set_num_threads(1)
@@ -52,6 +60,8 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if step % 10 == 9:  # a checkpoint would save this: the batches the loader has handed out
+            print(f"state at step {step} num_yielded {yielded(loader.state_dict())}", flush=True)
         if step + 1 == steps:
             break
     if first is not None and step > 1:
@@ -59,7 +69,7 @@ def main():
     state = loader.state_dict()
     resumed = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, num_workers=loader.num_workers)
     resumed.load_state_dict(state)
-    print(f"state keys {sorted(state)}", flush=True)
+    print(f"state num_workers={resumed.num_workers} yielded {yielded(state)}", flush=True)
     print(f"next {next(batches)[2][:4].tolist()} resumed {next(iter(resumed))[2][:4].tolist()}", flush=True)
 
 
