@@ -160,3 +160,68 @@ def test_settings_reach_stateful_loaders_and_subclasses_defined_later() -> None:
     assert StatefulDataLoader(_dataset()).num_workers == 0
     assert Later(_dataset()).num_workers == 0  # the later class's patch came off too
     assert "__init_subclass__" not in DataLoader.__dict__
+
+
+# -- in-process: the hooks ------------------------------------------------------------------------
+def test_hooks_see_each_stateful_fetch_once_and_come_off() -> None:
+    from torch import nn
+    from torchdata.stateful_dataloader.stateful_dataloader import _StatefulBaseDataLoaderIter
+
+    from supplyline.collect.steps import StepClock
+    from supplyline.collect.torch_hooks import Controller, TorchHooks
+
+    own_iter, own_next = StatefulDataLoader.__dict__["__iter__"], _StatefulBaseDataLoaderIter.__dict__["__next__"]
+    clock = StepClock()
+    hooks = TorchHooks(clock, Controller())
+    hooks.install()
+    try:
+        model = nn.Linear(1, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        loader = StatefulDataLoader(TensorDataset(torch.randn(40, 1)), batch_size=4)
+        for (x,) in loader:  # 10 batches, then the end-of-epoch fetch
+            model(x).sum().backward()
+            opt.step()
+        state = loader.state_dict()
+        clock.finish()
+    finally:
+        hooks.uninstall()
+    (info,) = hooks.loaders.values()
+    assert (info.loader_type, info.epochs_started) == ("StatefulDataLoader", 1)
+    assert info.batches_fetched == 10  # the override's super().__next__() is not a second fetch
+    assert sum(clock.steps["batches"]) == 10
+    assert state["_num_yielded"] == 10
+    assert StatefulDataLoader.__dict__["__iter__"] is own_iter
+    assert _StatefulBaseDataLoaderIter.__dict__["__next__"] is own_next
+
+
+def test_a_state_saved_without_the_new_workers_still_loads(capfd: pytest.CaptureFixture[str]) -> None:
+    # Saved by an earlier run without --apply (num_workers=0): torchdata loads it only into a loader
+    # with as many workers, so the changed loader goes back to the script's settings to resume.
+    before = StatefulDataLoader(_dataset(), batch_size=4, shuffle=True)
+    batches = iter(before)
+    next(batches)
+    state = before.state_dict()
+    expected = next(batches)[0]
+    settings = LoaderSettings({"num_workers": 2, "prefetch_factor": 4, "persistent_workers": True}).install()
+    try:
+        loader = StatefulDataLoader(_dataset(), batch_size=4, shuffle=True)
+        assert loader.num_workers == 2
+        loader.load_state_dict(state)
+        assert (loader.num_workers, loader.prefetch_factor, loader.persistent_workers) == (0, None, False)
+        assert torch.equal(next(iter(loader))[0], expected)
+        assert "back to the script's settings to load its saved state" in settings.summary()
+    finally:
+        settings.uninstall()
+    assert "saved state was made with num_workers=0" in capfd.readouterr().err
+    # A state saved with the new workers loads as it is: the loader keeps them.
+    settings = LoaderSettings({"num_workers": 1}).install()
+    try:
+        saver = StatefulDataLoader(_dataset(), batch_size=4, shuffle=True)
+        it = iter(saver)
+        next(it)
+        loader = StatefulDataLoader(_dataset(), batch_size=4, shuffle=True)
+        loader.load_state_dict(saver.state_dict())
+        expected = next(it)[0]
+        assert loader.num_workers == 1 and torch.equal(next(iter(loader))[0], expected)
+    finally:
+        settings.uninstall()

@@ -33,6 +33,7 @@ from supplyline.collect.patching import Patcher
 
 RANDOM_SAMPLERS = ("RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler")
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")  # what --apply may set
+DEFAULTS: dict[str, Any] = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
 _local = threading.local()  # construction depth, shared by every installed layer
 
 
@@ -103,14 +104,19 @@ class LoaderSettings:
     classes: list[str] = field(default_factory=list)  # per changed loader: its class name
 
     def __post_init__(self) -> None:
+        from supplyline.apply.stateful import ResumeGuard
+
         self._patcher = Patcher()
         self._seen_shuffled = False
+        self.resume = ResumeGuard()  # a changed StatefulDataLoader handed a state saved with other workers
 
     def install(self) -> LoaderSettings:
         from torch.utils.data import DataLoader
 
         self._patch_init(DataLoader)
         self._patcher._undo.append(watch_subclasses(self._patch_subclass))
+        self.resume.install()
+        self._patcher._undo.append(self.resume.uninstall)
         return self
 
     def _patch_subclass(self, cls: type) -> None:
@@ -133,9 +139,13 @@ class LoaderSettings:
                     arguments = _by_name(signature, loader, args, kwargs)
                     if arguments is None:  # extra positional arguments: left as they are
                         return real(loader, *args, **kwargs)
+                    own = settle(arguments, {})
                     for layer in reversed(layers):  # the newest install has the last word
                         arguments = layer._adjust(arguments, type(loader).__name__)
-                    real(loader, **settle(arguments, {}))
+                    settled = settle(arguments, {})
+                    real(loader, **settled)
+                    if any(own.get(k, DEFAULTS[k]) != settled.get(k, DEFAULTS[k]) for k in LOADER_KEYS):
+                        this.resume.originals[loader] = {k: own.get(k, DEFAULTS[k]) for k in LOADER_KEYS}
                 finally:
                     _local.depth = 0
 
@@ -161,7 +171,7 @@ class LoaderSettings:
         if not training:
             self.kept += 1
             return arguments
-        defaults = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
+        defaults = DEFAULTS
         before = {key: arguments.get(key, defaults[key]) for key in defaults}
         settled = {**arguments, **self.settings}
         after = {key: settled.get(key, defaults[key]) for key in defaults}
@@ -180,6 +190,8 @@ class LoaderSettings:
             parts.append(f"{len(self.changed)} {kinds}(s) changed" + (f" ({', '.join(diffs)})" if diffs else ""))
         if self.kept:
             parts.append(f"{self.kept} kept as made (not a training loader)")
+        if self.resume.restored:
+            parts.append(f"{self.resume.restored} back to the script's settings to load its saved state")
         return ", ".join(parts)
 
 
