@@ -3,7 +3,7 @@
 Prints the loader's class and settings once, its state's batch count every 10 steps, and at the end saves the loader's ``state_dict()``,
 loads it into a fresh StatefulDataLoader and prints the next sample indices both produce: equal when resuming works.
 
-python stateful_starved.py STEPS
+python stateful_starved.py STEPS [--workers N]   (--workers: the fix written by hand, for benchmarks/loaders.py)
 """
 
 import sys
@@ -44,7 +44,12 @@ def main():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, num_workers=0)
+    if "--workers" in sys.argv:  # the same setting written by hand
+        n = int(sys.argv[sys.argv.index("--workers") + 1])
+        settings = {"num_workers": n, "prefetch_factor": 4, "persistent_workers": True}
+    else:
+        settings = {"num_workers": 0}
+    loader = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, **settings)
     print(
         f"loader {type(loader).__name__} num_workers={loader.num_workers} prefetch_factor={loader.prefetch_factor} "
         f"persistent_workers={loader.persistent_workers}",
@@ -67,7 +72,7 @@ def main():
     if first is not None and step > 1:
         print(f"rate {(step - 1) / (time.perf_counter() - first):.2f} steps/s", flush=True)
     state = loader.state_dict()
-    resumed = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, num_workers=loader.num_workers)
+    resumed = StatefulDataLoader(PythonPrep(), batch_size=16, shuffle=True, **settings)
     resumed.load_state_dict(state)
     print(f"state num_workers={resumed.num_workers} yielded {yielded(state)}", flush=True)
     print(f"next {next(batches)[2][:4].tolist()} resumed {next(iter(resumed))[2][:4].tolist()}", flush=True)
