@@ -23,6 +23,7 @@ import builtins
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
 _cpu = time.thread_time
+_ident = threading.get_ident
 
 
 class Controller:
@@ -75,9 +77,12 @@ class TorchHooks(Patcher):
         self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
-        # Inside a hooked __iter__ / __next__: the nested call of an override's super() passes through.
-        self._in_iter = False
-        self._in_fetch = False
+        # The threads inside a hooked __iter__ / an override's hooked __next__: there, the hook an
+        # override reaches through super() passes through. Per thread, so a loader thread of the
+        # user's own never makes the training thread's fetch look nested (a set: cheaper than a
+        # threading.local's attributes, and an empty one is a single falsy test on the base hook).
+        self._iterating: set[int] = set()
+        self._fetching: set[int] = set()
         self._iterator_classes: set[type] = {_BaseDataLoaderIter}  # whose own __next__ is hooked (or the base)
         # Checkpoint APIs of modules the script imports later: (module, owner path, attribute, kind).
         self._late: list[tuple[str, str, str, str]] = list(_LATE_SAVE_APIS)
@@ -144,21 +149,22 @@ class TorchHooks(Patcher):
             if klass is _BaseDataLoaderIter or not issubclass(klass, _BaseDataLoaderIter):
                 break
             if overrides(klass, "__next__") and not getattr(klass.__dict__["__next__"], "_supplyline_fetch", False):
-                self._patch(klass, "__next__", self._wrap_next)
+                self._patch(klass, "__next__", self._wrap_override_next)
             self._iterator_classes.add(klass)
 
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
 
         def __iter__(loader: Any) -> Any:
-            if hooks._in_iter:  # a subclass's __iter__ calling super().__iter__(): timed by the outer one
+            tid, iterating = _ident(), hooks._iterating
+            if tid in iterating:  # a subclass's __iter__ calling super().__iter__(): timed by the outer one
                 return original(loader)
             t = _now()
-            hooks._in_iter = True
+            iterating.add(tid)
             try:
                 it = original(loader)
             finally:
-                hooks._in_iter = False
+                iterating.discard(tid)
             if type(it) not in hooks._iterator_classes:
                 try:
                     hooks._hook_iterator_class(type(it))
@@ -207,25 +213,35 @@ class TorchHooks(Patcher):
         return info
 
     def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        hooks = self
-        timed = self._timed_next(original)
+        """The fetch hook on ``_BaseDataLoaderIter.__next__``: inside an override's hook (below) on
+        this thread it passes straight through; otherwise (the plain DataLoader) one falsy-set test."""
+        return self._timed_next(original, nested_passes=True)
+
+    def _wrap_override_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """The fetch hook on an iterator class's own ``__next__`` (torchdata's): times the fetch and
+        marks this thread as inside it, so the hooks it reaches through ``super()`` pass through."""
+        fetching = self._fetching
+        timed = self._timed_next(original, nested_passes=False)
 
         def __next__(it: Any) -> Any:
-            if hooks._in_fetch:  # an override's super().__next__(), or a trial's batch: timed outside
+            tid = _ident()
+            if tid in fetching:  # a trial's batch from a loader of the same class: timed outside
                 return original(it)
-            hooks._in_fetch = True
+            fetching.add(tid)
             try:
                 return timed(it)
             finally:
-                hooks._in_fetch = False
+                fetching.discard(tid)
 
         __next__._supplyline_fetch = True  # type: ignore[attr-defined]  # a mark: this class is hooked already
         return __next__
 
-    def _timed_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        hooks, clock, ctl = self, self.clock, self.ctl
+    def _timed_next(self, original: Callable[[Any], Any], nested_passes: bool) -> Callable[[Any], Any]:
+        hooks, clock, ctl, fetching = self, self.clock, self.ctl, self._fetching
 
         def __next__(it: Any) -> Any:
+            if nested_passes and fetching and _ident() in fetching:  # an override's super().__next__()
+                return original(it)
             lid = getattr(it, "_supplyline_loader_id", None) or id(it._dataset)
             t = _now()
             first = it._num_yielded == 0
