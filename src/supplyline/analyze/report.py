@@ -170,14 +170,36 @@ class Trial:
     loader_type: str | None = None  # the class of the loader a loader trial built
 
     @property
+    def decision(self) -> str | None:
+        """``faster``, ``slower`` or ``no difference`` (see ``trial_decision``); None without a figure."""
+        return trial_decision(self.measured_speedup, self.spread)
+
+    @property
     def quote(self) -> str:
-        """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``."""
+        """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``, and, when the
+        interval does not say faster, what that means for the fix."""
         if self.measured_speedup is None:
             return ""
         what = ", ".join(f"{k}={v}" for k, v in self.settings.items() if k != "persistent_workers")
         with_ = f" with {what}" if what else ""
         predicted = f"; predicted {self.predicted_speedup:.1f}×" if self.predicted_speedup else ""
-        return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}"
+        after = {
+            "slower": "; slower than unchanged: do not apply",
+            "no difference": "; no clear difference from unchanged (the interval holds 1.0×)",
+        }.get(self.decision or "", "")
+        return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}{after}"
+
+
+def trial_decision(measured: float | None, spread: list[float] | tuple[float, ...] | None) -> str | None:
+    """What a trial's 95% interval says: ``faster`` when it lies above 1, ``slower`` below, else
+    ``no difference`` (all three are answers). A trial without an interval (an older record) is
+    read by its point, with the 5% margin the planner asks of a fix."""
+    if measured is None:
+        return None
+    if spread is not None and len(spread) == 2:
+        lo, hi = spread
+        return "faster" if lo > 1.0 else "slower" if hi < 1.0 else "no difference"
+    return "faster" if measured >= 1.05 else "slower" if measured <= 1 / 1.05 else "no difference"
 
 
 @dataclass
@@ -385,7 +407,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup
             startup = f", worker start-up {t.startup_s:.2f} s kept apart" if t.startup_s is not None else ""
-            spread = f" (spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
+            spread = f" (95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
             finding.evidence += f"; trial: {trial.quote}{spread}"
         out.append(trial)
     # The top finding's trial first: it is the one the verdict quotes.

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -49,11 +50,13 @@ class BackgroundSaves:
         # A failed distributed save not yet raised to the script: the exception and its one-line description.
         self._pending: tuple[BaseException, str] | None = None
         self._dcp_future: Any = None
+        self._dcp_write: _barrier.PendingWrite | None = None  # the folder of the latest distributed save
         self.last_snapshot: Any = reuse  # the state last copied, whose memory the next copy reuses
         self.saves = 0
         self.synchronous: dict[str, int] = {}  # saves made on the call, by why
         self.pid = os.getpid()
         self._installed = False
+        self._swept: set[str] = set()  # folders whose dead processes' staging folders were removed
 
     def install(self) -> BackgroundSaves:
         import torch
@@ -98,6 +101,9 @@ class BackgroundSaves:
         # Written under the script's own file name, in a private folder beside it: torch names the
         # records inside the file after its name, so a temporary name would change the file's bytes.
         directory, name = os.path.split(path)
+        if directory not in self._swept:
+            self._swept.add(directory)
+            sweep_dead_staging(directory)
         staging = os.path.join(directory, f"{STAGING_PREFIX}{os.getpid()}")
         os.makedirs(staging, exist_ok=True)
         tmp = os.path.join(staging, name)
@@ -120,8 +126,14 @@ class BackgroundSaves:
             self._join()
             self._raise_pending()
             result = async_save(state_dict, *args, **kwargs)
-            self._dcp_future = getattr(result, "upload_completion", result)
+            self._dcp_future = future = getattr(result, "upload_completion", result)
             self.saves += 1
+            folder = kwargs.get("checkpoint_id")
+            if isinstance(folder, (str, os.PathLike)) and hasattr(future, "add_done_callback"):
+                # Until written, a look at the folder from this thread waits (torch's writer threads never do).
+                write = _barrier.begin(os.path.abspath(os.fsdecode(os.fspath(folder))), only_this_thread=True)
+                self._dcp_write = write
+                future.add_done_callback(lambda done: _barrier.end(write, done.exception()))
             return None
 
         return save
@@ -151,9 +163,16 @@ class BackgroundSaves:
             self._thread = None
         if self._dcp_future is not None:
             future, self._dcp_future = self._dcp_future, None
+            write, self._dcp_write = self._dcp_write, None
             try:
                 future.result()
+                if write is not None:
+                    _barrier.end(write)
             except BaseException as exc:
+                if write is not None:  # the done callback may not have run yet: end it here too
+                    _barrier.end(write, exc)
+                    if _barrier.take_failure(write) is None:
+                        return  # raised already, where the script looked at the folder
                 self._pending = (
                     exc,
                     f"distributed checkpoint save failed in the background: {type(exc).__name__}: {exc}",
@@ -204,6 +223,25 @@ def refusal(path: str, size: int) -> str | None:
     if st.f_bavail * st.f_frsize < size * 1.05 + ROOM_MARGIN_BYTES:
         return "too little free space for a second copy"
     return None
+
+
+def sweep_dead_staging(directory: str) -> None:
+    """Remove the staging folders a killed process left in ``directory`` (a SIGKILL mid-save leaves
+    its partial file there, never under the target's name); a live process's folder is left alone."""
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(STAGING_PREFIX)]
+    except OSError:
+        return
+    for n in names:
+        try:
+            pid = int(n[len(STAGING_PREFIX) :])
+            os.kill(pid, 0)
+        except ValueError:
+            continue  # not one of ours
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(directory, n), ignore_errors=True)
+        except PermissionError:
+            continue  # alive, another user's
 
 
 STAGING_PREFIX = ".supplyline-save-"  # + pid: the folder a background save is written in

@@ -102,6 +102,9 @@ class AppliedFixes:
             parts.append(self.loaders.summary())
         if self.saves is not None:
             parts.append(f"{self.saves.saves} checkpoint(s) written in the background")
+            if self.saves.synchronous:  # saves that would fail or might not fit: made on the call, as without us
+                why = ", ".join(f"{n} because {reason}" for reason, n in sorted(self.saves.synchronous.items()))
+                parts.append(f"{sum(self.saves.synchronous.values())} saved synchronously ({why})")
         if self.writes is not None:
             merged = f" ({self.writes.syncs_merged} more merged into them)" if self.writes.syncs_merged else ""
             parts.append(

@@ -204,6 +204,9 @@ class TrialSegment:
     steps_per_s: float | None  # over the steps after the first (start-up and the switch left out)
     settings: dict[str, Any] = field(default_factory=dict)  # what B applied (a candidate's loader settings)
     startup_s: float | None = None  # a rebuilt loader's worker start-up up to its first batch
+    # A loader trial's rounds: "select" (the unchanged loader and each candidate once, to choose)
+    # and "measure" (fresh A/B stretches of the chosen one: the figure). "" for a logging/checkpoint trial.
+    round: str = ""
 
 
 @dataclass

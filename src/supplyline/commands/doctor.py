@@ -206,6 +206,10 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
     if guard.received:
         guard.exit_as_terminated()
         return 143
+    for lost in session.trial.lost_saves:
+        print(f"supplyline doctor: error: {lost}", file=sys.stderr)
+    if session.trial.lost_saves and outcome.exit_code == 0:
+        return 1  # a checkpoint the script believes saved never reached the disk: not a success
     return outcome.exit_code
 
 

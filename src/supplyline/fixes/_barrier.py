@@ -20,7 +20,9 @@ are patched; importlib uses the ``posix`` module directly and is not slowed down
 What waits: a call naming the pending path, its folder or any folder above it (a listing, a
 ``stat``, an ``rmtree``), and every child-process start and ``os._exit`` (a child may read any
 file). A call with a descriptor relative to a folder (``dir_fd=``) waits for every pending write,
-since its path cannot be told cheaply. Not covered: code that bound a function before the patch
+since its path cannot be told cheaply. A distributed checkpoint (``dcp.save`` made ``async_save``) is pending as its folder and everything
+under it, and only the thread that saved waits for it: torch writes it on threads of its own.
+Not covered: code that bound a function before the patch
 (``from os import stat``), C/Rust extensions that open files themselves (h5py, safetensors'
 ``safe_open``), another process that reads the file on its own, and aliases of the path through
 links. With nothing pending each patched call costs one check of a module global.
@@ -53,6 +55,9 @@ class PendingWrite:
     error: BaseException | None = None
     reason: str = ""  # the failure in one line, for a report at the end
     raised: bool = False  # the failure reached the script already
+    # Only this thread waits (a distributed checkpoint: torch's own writer threads cannot be marked,
+    # so every other thread goes through); None: every thread but ours waits.
+    waiter: int | None = None
 
 
 # The writes not yet waited for and the failures not yet raised, by final path. Empty means every
@@ -107,9 +112,10 @@ def release() -> None:
     _patcher.uninstall()
 
 
-def begin(path: str) -> PendingWrite:
-    """A write to the absolute ``path`` starts now; the caller must ``end`` it."""
-    write = PendingWrite(path)
+def begin(path: str, only_this_thread: bool = False) -> PendingWrite:
+    """A write to the absolute ``path`` (a file, or a folder and what is under it) starts now; the
+    caller must ``end`` it. ``only_this_thread``: the calling thread alone waits for it."""
+    write = PendingWrite(path, waiter=threading.get_ident() if only_this_thread else None)
     with _lock:
         _writes[path] = write
     return write
@@ -156,12 +162,13 @@ def as_seen_by_script(error: BaseException, path: str) -> BaseException:
 
 # -- waiting ---------------------------------------------------------------------------------
 def _related(path: PathArg, pending: str) -> bool:
-    """Whether a call on ``path`` could observe ``pending``: the same file, its folder, or above."""
+    """Whether a call on ``path`` could observe ``pending``: the same file, its folder or above, or
+    (a distributed checkpoint's folder) a file under it."""
     try:
         name = os.path.abspath(os.fsdecode(os.fspath(path)))
     except TypeError:  # an int descriptor: opened earlier, by a call that waited then
         return False
-    return name == pending or pending.startswith(name.rstrip(os.sep) + os.sep)
+    return name == pending or pending.startswith(name.rstrip(os.sep) + os.sep) or name.startswith(pending + os.sep)
 
 
 def _wait_for(paths: Iterable[PathArg], everything: bool = False) -> None:
@@ -171,7 +178,10 @@ def _wait_for(paths: Iterable[PathArg], everything: bool = False) -> None:
         return
     with _lock:
         writes = list(_writes.values())
+    me = threading.get_ident()
     for write in writes:
+        if write.waiter is not None and write.waiter != me:
+            continue
         if everything or any(_related(p, write.path) for p in paths):
             write.done.wait()
             failure = take_failure(write)

@@ -124,7 +124,7 @@ def _trials(c: Console, report: Report) -> None:
         if not t.quote:
             c.print(f"\n[bold]Fix trial[/] ({t.fix}): no measurement ({escape(t.note or 'too few steps')})")
             continue
-        spread = f" · spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×" if len(t.spread) == 2 else ""
+        spread = f" · 95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×" if len(t.spread) == 2 else ""
         rates = (
             f" · {t.baseline_steps_per_s:.1f} → {t.trial_steps_per_s:.1f} steps/s"
             if t.baseline_steps_per_s and t.trial_steps_per_s
