@@ -225,3 +225,24 @@ def test_a_state_saved_without_the_new_workers_still_loads(capfd: pytest.Capture
         assert loader.num_workers == 1 and torch.equal(next(iter(loader))[0], expected)
     finally:
         settings.uninstall()
+
+
+def test_a_generator_iter_subclass_is_counted_once() -> None:
+    from supplyline.collect.steps import StepClock
+    from supplyline.collect.torch_hooks import Controller, TorchHooks
+
+    clock = StepClock()
+    hooks = TorchHooks(clock, Controller())
+    hooks.install()
+    try:
+
+        class Wrapping(DataLoader):  # type: ignore[type-arg]  # defined after the install
+            def __iter__(self) -> Any:
+                yield from super().__iter__()
+
+        for _ in Wrapping(_dataset(), batch_size=8):
+            pass
+    finally:
+        hooks.uninstall()
+    (info,) = hooks.loaders.values()
+    assert (info.loader_type, info.epochs_started, info.batches_fetched) == ("Wrapping", 1, 8)

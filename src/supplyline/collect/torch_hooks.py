@@ -20,6 +20,7 @@ Where the hooks sit and why:
 from __future__ import annotations
 
 import builtins
+import inspect
 import logging
 import os
 import sys
@@ -137,8 +138,11 @@ class TorchHooks(Patcher):
 
     # -- DataLoader ---------------------------------------------------------------------------
     def _hook_loader_class(self, cls: type) -> None:
-        """A DataLoader subclass (defined now or later): its own ``__iter__`` gets the same hook."""
-        if overrides(cls, "__iter__"):
+        """A DataLoader subclass (defined now or later): its own ``__iter__`` gets the same hook.
+
+        Not a generator ``__iter__`` (``yield from super().__iter__()``): it returns before any of
+        its code runs, and the base hook sees the real iterator made inside it, once."""
+        if overrides(cls, "__iter__") and not inspect.isgeneratorfunction(cls.__dict__["__iter__"]):
             self._patch(cls, "__iter__", self._wrap_iter)
 
     def _hook_iterator_class(self, cls: type) -> None:
@@ -203,7 +207,7 @@ class TorchHooks(Patcher):
             dataset_len=n,
             dataset_module=type(ds).__module__,
             iter_stack=stack_of(caller, limit=25),
-            loader_type=type(loader).__qualname__,
+            loader_type=type(loader).__name__,
             loader_module=type(loader).__module__,
         )
         self.loaders[id(loader)] = info
