@@ -269,7 +269,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     cores = record.host.cpu_count
     wait_ms = b.phase_ms_per_step[P.DATA_WAIT]
     base = (
-        f"the training step waits {wait_ms:.1f} ms on the DataLoader ({judged.cpu_share * 100:.0f}% of step time)"
+        f"the training step waits {wait_ms:.1f} ms on the {loader.loader_type} ({judged.cpu_share * 100:.0f}% of step time)"
         f"{judged.beside}"
     )
     whatif = record.whatif
@@ -362,12 +362,14 @@ def _measured_fix(
 
 
 def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -> str:
-    """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user)."""
+    """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user),
+    written with the loader's own class: a ``StatefulDataLoader`` takes the same settings."""
     loader = ev.supply.loader
     if ev.snippets is not None and framework != "plain":
         return ev.snippets.dataloader_fix_snippet(job_frames(ev.record), workers, prefetch)
     persistent = "" if loader is None or loader.persistent_workers or workers == 0 else ", persistent_workers=True"
-    return f"DataLoader(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
+    kind = loader.loader_type if loader is not None else "DataLoader"
+    return f"{kind}(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
 
 
 def logging_check(ev: Evidence) -> list[Finding]:

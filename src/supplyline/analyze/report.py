@@ -117,6 +117,8 @@ class LoaderFacts:
     host_cpu_busy_pct_mean: float | None
     tune_command: str | None
     preprocess_command: str | None
+    loader_type: str = "DataLoader"  # the loader's class: StatefulDataLoader, a framework's subclass, ...
+    loader_module: str = "torch.utils.data.dataloader"
 
 
 @dataclass
@@ -166,6 +168,7 @@ class Trial:
     trial_steps_per_s: float | None = None
     startup_s: float | None = None  # worker start-up of the tried loader, kept out of the rate
     segments: list[TrialSegment] = field(default_factory=list)  # candidates, or the A/B stretches
+    loader_type: str | None = None  # the class of the loader a loader trial built
 
     @property
     def decision(self) -> str | None:
@@ -389,6 +392,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             t.trial_steps_per_s,
             t.startup_s,
             t.segments,
+            t.loader_type,
         )
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup
@@ -495,6 +499,8 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
         host_cpu_busy_pct_mean=sig.host_cpu_busy_pct_mean,
         tune_command=commands.tune_command,
         preprocess_command=commands.preprocess_command,
+        loader_type=loader.loader_type,
+        loader_module=loader.loader_module,
     )
 
 

@@ -41,7 +41,7 @@ EQUIVALENT = 1.05  # an interval inside 1/1.05-1.05x has decided "no difference"
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
-    "loader": "batches come from a new DataLoader over the same dataset and sampler with {settings}: the data "
+    "loader": "batches come from a new {kind} over the same dataset and sampler with {settings}: the data "
     "order within the epoch continues from the sampler, not from where the old loader stood",
     "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
     "lines reach their files and the disk a little later, in the same order",
@@ -127,6 +127,11 @@ def plan_trials(
     return plans
 
 
+def loader_kind(loader: Any) -> str:
+    """The class a loader trial rebuilds (``apply.loader.rebuild_loader`` keeps a StatefulDataLoader's own)."""
+    return type(loader).__name__ if loader is not None else "DataLoader"
+
+
 def describe(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
@@ -158,6 +163,7 @@ class TrialRunner:
         self._fix_counts: dict[int, list[str]] = {}
         self._snapshot: Any = None  # the checkpoint copy of the last B stretch, whose memory the next reuses
         self._startup_pending = False
+        self._trial_kind: str | None = None  # the class of the last loader a loader trial built
         self.active = False
         # Saves a B stretch wrote in the background that failed and were never raised to the script:
         # the script believes them on disk, so the doctor's exit code must not say success.
@@ -277,7 +283,7 @@ class TrialRunner:
                 continue
             if plan.fix in LOADER_FIXES:
                 tried = " or ".join(describe(c) for c in plan.candidates)
-                parts.append(WHAT_CHANGES["loader"].format(settings=tried))
+                parts.append(WHAT_CHANGES["loader"].format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
         total = sum(s.steps for s in self.segments)
@@ -308,6 +314,7 @@ class TrialRunner:
             self._startup_pending = True
             with _quiet_worker_count():
                 self._trial_loader = rebuild_loader(self.loader, seg.settings)
+            self._trial_kind = type(self._trial_loader).__name__
             self._trial_iter = None  # made at the first fetch, so its start-up is timed there
         elif fix == "logging":
             from supplyline.apply.writes import BackgroundWrites
@@ -460,6 +467,7 @@ class TrialRunner:
                 sum(startups) / len(startups) if startups else None,
                 records,
                 note,
+                self._trial_kind,
             )
         # The lead only aligns the stretches with the saves: neither a result nor a rate.
         segs = [s for s in segs if s.label != trial_stats.LEAD]

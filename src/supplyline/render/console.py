@@ -142,7 +142,7 @@ def _loader(c: Console, report: Report) -> None:
         return
     first = d.time_to_first_batch_s
     c.print(
-        f"\n[bold]DataLoader[/] batch_size={d.batch_size} num_workers={d.num_workers} "
+        f"\n[bold]{escape(d.loader_type)}[/] batch_size={d.batch_size} num_workers={d.num_workers} "
         f"pin_memory={d.pin_memory} prefetch_factor={d.prefetch_factor} "
         f"persistent_workers={d.persistent_workers}"
         + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
