@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,7 +45,7 @@ def doctor(tmp_path, cli, no_trial):
     return run
 
 
-def check_words_follow_figures(report: dict[str, Any], console: str) -> None:
+def _check_words_follow_figures(report: dict[str, Any], console: str) -> None:
     """No sentence contradicts a figure beside it: every quoted interval holds its point, and where a
     loader trial measured faster, the fix text and the recommended settings name what it kept."""
     import re
@@ -79,6 +80,13 @@ def check_words_follow_figures(report: dict[str, Any], console: str) -> None:
     elif top is not None:
         assert report["dataloader_recommended"]["num_workers"]["recommended"] == loader_seen(report)
         assert "No gain measured" in top["fix"], top["fix"]
+
+
+@pytest.fixture
+def words_follow_figures() -> Callable[[dict[str, Any], str], None]:
+    """The consistency check as a fixture: test folders each have a conftest, so importing it by name is
+    ambiguous (the first one imported wins)."""
+    return _check_words_follow_figures
 
 
 def loader_seen(report: dict[str, Any]) -> Any:

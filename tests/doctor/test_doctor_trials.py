@@ -17,7 +17,7 @@ def _trial(report, fix):
 
 
 @pytest.mark.flaky(reruns=1)  # a measured gain on 2 shared cores
-def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
+def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path, words_follow_figures):
     run = doctor("--steps", "30", "--what-if-steps", "10", "--try-steps", "30", zoo_path("prep_workers0.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     rep = run.report
@@ -29,9 +29,7 @@ def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
     assert trial["startup_s"] is not None and trial["startup_s"] > 0
     assert "measured" in rep["verdict"]["sentence"] and "-step trial with num_workers=" in rep["verdict"]["sentence"]
     assert rep["findings"][0]["measured_speedup"] == trial["measured_speedup"]
-    from conftest import check_words_follow_figures
-
-    check_words_follow_figures(rep, run.proc.stderr)
+    words_follow_figures(rep, run.proc.stderr)
     assert "trying the fix on the job" in run.proc.stderr and "data order within the epoch" in run.proc.stderr
     # trial steps are labelled and kept out of the observed figures
     labels = run.record["steps"]["whatif"]

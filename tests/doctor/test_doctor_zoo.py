@@ -124,7 +124,7 @@ def test_data_wait_share_agrees_with_the_scripts_own_meter(doctor, zoo_path):
     assert abs(ours - theirs) <= 0.03, (ours, theirs)
 
 
-def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path):
+def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path, words_follow_figures):
     proc = cli(["demo", "--out", str(tmp_path / "r"), "--steps", "25"], cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     import json
@@ -133,7 +133,5 @@ def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path):
     assert rep["verdict"]["bound"] == "input"
     assert rep["findings"][0]["check"] == "dataloader"
     assert "Verdict" in proc.stderr
-    from conftest import check_words_follow_figures
-
     assert rep["trials"], "the demo runs its loader trial"
-    check_words_follow_figures(rep, proc.stderr)
+    words_follow_figures(rep, proc.stderr)
