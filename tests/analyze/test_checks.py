@@ -362,3 +362,27 @@ def test_workers_missed_in_the_observed_window_are_judged_from_the_rest_of_the_r
     rec = record(data_wait=0.008, monitor=window, loaders=[loader(num_workers=2)])
     sig = supply_signal(rec)
     assert sig.stall == "prep" and "2 workers averaged 95% of a core each" in sig.evidence
+
+
+def _with_root_cpu(rec: RunRecord, pct: float) -> RunRecord:
+    rec.monitor.samples = [sample(1000.0 + t / 10) for t in range(3)]  # inside the observed steps
+    samples = [
+        replace(s, processes=[replace(s.processes[0], cpu_pct=pct), *s.processes[1:]]) for s in rec.monitor.samples
+    ]
+    rec.monitor.samples = samples
+    return rec
+
+
+def test_workers_that_would_take_cores_from_the_models_threads_are_not_promised_a_gain() -> None:
+    # dcgan's case: the training process keeps both cores busy (intra-op threads); a worker takes one.
+    busy = _with_root_cpu(record(data_wait=0.008, wait_cpu_ratio=1.0), 195.0)
+    sig = supply_signal(busy)
+    assert sig.intra_op_cores is not None and sig.intra_op_cores >= 0.5
+    (dl,) = input_check(evidence(busy))
+    assert dl.expected_speedup is None
+    assert "No gain promised from more workers" in dl.fix and "intra-op threads" in dl.fix
+    assert "torch.set_num_threads(" in dl.fix
+    # The same job whose process stays on one core is promised its gain.
+    alone = _with_root_cpu(record(data_wait=0.008, wait_cpu_ratio=1.0), 95.0)
+    (dl,) = input_check(evidence(alone))
+    assert dl.expected_speedup is not None and "No gain promised" not in dl.fix

@@ -311,6 +311,9 @@ def input_check(ev: Evidence) -> list[Finding]:
     cap, capacity_gain = _capacity(ev, nw, max(suggested, nw))
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
     trial = loader_trial(record)
+    competing = _competing_threads(ev, suggested)
+    if competing:
+        gain = None  # workers would slow the model's own threads down: no gain is promised
     causes: list[str] = []
     fixes: list[str] = []
     if nw < cores:
@@ -324,6 +327,8 @@ def input_check(ev: Evidence) -> list[Finding]:
                 f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work "
                 f"then runs in {suggested} processes beside the training step.{cap}{measure}"
                 if gain is not None
+                else f"No gain promised from more workers: {competing}.{measure}"
+                if competing
                 else f"No gain expected from more workers: the input side is not what holds the step.{cap}{measure}"
             )
     if sig.stall in ("prep", "mixed") or nw >= cores:
@@ -341,6 +346,26 @@ def input_check(ev: Evidence) -> list[Finding]:
     named = any(c.startswith("per-sample CPU work") for c in causes)  # it names the line already
     evidence = f"{base}{'' if named else where}; " + ("causes: " if len(causes) > 1 else "cause: ") + "; ".join(causes)
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]
+
+
+COMPETING_INTRA_OP_CORES = 0.5  # the model's own threads keep this much of a core busy, or more
+
+
+def _competing_threads(ev: Evidence, workers: int) -> str:
+    """Why workers would compete with the model's own intra-op threads for the cores, or "".
+
+    On few cores a step that runs torch's intra-op threads (a conv net) slows down when workers
+    take cores from it: pytorch/examples dcgan with 3 workers on 2 cores ran 0.84-0.93x where the
+    model had promised 1.2x. Such a gain cannot be told from the per-batch costs: the trial decides."""
+    intra = ev.supply.intra_op_cores
+    cores = ev.record.host.cpu_count
+    if intra is None or intra < COMPETING_INTRA_OP_CORES or 1 + intra + workers + ev.supply.other_cores_busy <= cores:
+        return ""
+    return (
+        f"the training step keeps {1 + intra:.1f} of the {cores} cores busy itself (torch's intra-op threads), "
+        f"so {workers} worker(s) would take cores from the model's own threads and can make the step slower; "
+        f"try them with `torch.set_num_threads({max(1, cores - workers)})` and let the doctor's trial measure"
+    )
 
 
 def _measured_fix(

@@ -39,6 +39,9 @@ class SupplySignal:
     # Cores other processes kept busy while the observed steps ran: the host's busy CPU less this
     # job's process tree (trainer and workers). Workers added by a fix compete with these too.
     other_cores_busy: float = 0.0
+    # Cores the training process beyond its training thread kept busy (torch's intra-op threads,
+    # mostly: a conv net on all cores); None without samples. Workers added take cores from these.
+    intra_op_cores: float | None = None
 
 
 def _window_samples(record: RunRecord) -> list[Sample]:
@@ -67,7 +70,20 @@ def supply_signal(record: RunRecord) -> SupplySignal:
     samples = _window_samples(record)
     signal = _supply_signal(record, samples)
     signal.other_cores_busy = other_cores_busy(samples, record.host.cpu_count)
+    signal.intra_op_cores = intra_op_cores(record, samples)
     return signal
+
+
+def intra_op_cores(record: RunRecord, samples: list[Sample]) -> float | None:
+    """The training process's cores (all its threads, from the monitor) less its training thread's
+    (the step clock's thread CPU over the observed steps): what the model's own threads use."""
+    root = [p.cpu_pct for s in samples for p in s.processes if p.role == "root"]
+    st, obs = record.steps, record.observed_steps
+    if not root or not obs or "cpu_s" not in st:
+        return None
+    wall = sum(st["duration_s"][i] for i in obs)
+    thread = sum(st["cpu_s"][i] for i in obs) / wall if wall > 0 else 0.0
+    return max(0.0, statistics.mean(root) / 100.0 - thread)
 
 
 def _supply_signal(record: RunRecord, samples: list[Sample]) -> SupplySignal:
