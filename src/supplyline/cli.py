@@ -1,6 +1,8 @@
 """One entry point. Each sub-command is a module in ``supplyline.commands``.
 
-A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``.
+A command module defines ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``,
+and may define ``prepare_argv(argv) -> argv`` to rewrite its own arguments before argparse sees
+them (``compare BASE... -- NEW...``: argparse would swallow the bare ``--``).
 Adding a command means adding one module: this file discovers them, so commands written in
 parallel never touch a shared list.
 """
@@ -51,8 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _prepared(argv: list[str]) -> list[str]:
+    """``argv`` with the command's own arguments passed through its ``prepare_argv``, if it has one."""
+    for i, token in enumerate(argv):
+        if token.startswith("-"):
+            continue  # a global option (--debug) before the command
+        if token == "--":
+            break
+        module = next((m for m in _command_modules() if m.NAME == token), None)
+        prepare = getattr(module, "prepare_argv", None)
+        return [*argv[: i + 1], *prepare(argv[i + 1 :])] if prepare else argv
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _prepared(list(sys.argv[1:] if argv is None else argv))
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

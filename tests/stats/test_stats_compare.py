@@ -42,7 +42,7 @@ def test_a_noisy_crossing_passes_with_the_noise_named() -> None:
 
 
 def test_a_real_slowdown_fails_and_the_table_carries_intervals() -> None:
-    base, new = _steps(300, 1.0, 1), _steps(300, 1.3, 2)
+    base, new = _steps(300, 1.0, 1), _steps(300, 1.5, 2)  # beyond 10% + the run-to-run allowance
     result = compare_reports(_report(base), _report(new), 10, None, [base], [new])
     assert result["failed"] and result["gates"][0]["significant"]
     median = result["metrics"]["step_ms_median"]

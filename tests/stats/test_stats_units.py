@@ -138,7 +138,8 @@ def test_same_distribution_is_never_a_significant_slowdown() -> None:
 def test_a_30_percent_slowdown_fails_a_10_percent_gate() -> None:
     # Steps spread ±30% (lognormal sigma 0.3): 400 steps a side pin each median to about ±3%.
     for s in range(20):
-        result = stats.compare_step_times(_lognormal(400, seed=s), _lognormal(400, 1.3, seed=500 + s), 10)
+        # iid synthetic steps have no run-to-run spread to allow for: the within-run rule alone
+        result = stats.compare_step_times(_lognormal(400, seed=s), _lognormal(400, 1.3, seed=500 + s), 10, run_to_run_pct=0)
         assert result.failed and result.significant and result.p_value < stats.ALPHA
         assert result.ratio.low > 1.10 and "slower beyond noise" in result.text
 
@@ -171,13 +172,14 @@ def test_identical_runs_and_faster_runs_pass() -> None:
 
 def test_pooled_runs_count_run_to_run_spread() -> None:
     """Two runs a side whose medians differ by 15% between runs: pooled, the interval is wide enough
-    that NEW, 10% slower than BASE's mean, does not fail a 5% gate; one run a side it would."""
+    that NEW, 10% slower than BASE's mean, does not fail a 5% gate; one run a side, without the
+    run-to-run allowance, it would."""
     b1, b2 = _lognormal(200, 1.0, seed=1), _lognormal(200, 1.15, seed=2)
     n1, n2 = _lognormal(200, 1.17, seed=3), _lognormal(200, 1.27, seed=4)
     pooled = stats.compare_step_times([b1, b2], [n1, n2], 5)
     assert pooled.base_runs == 2 and pooled.base_steps == 400
     assert not pooled.failed
-    assert stats.compare_step_times(b1, n2, 5).failed
+    assert stats.compare_step_times(b1, n2, 5, run_to_run_pct=0).failed
 
 
 def test_compare_cost_for_10k_steps_stays_small() -> None:

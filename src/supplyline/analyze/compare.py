@@ -1,11 +1,12 @@
 """Two reports side by side, and the CI gate: did the input pipeline regress?
 
 Pure functions of two report dicts (``build_report``) and, for the slowdown gate, the two sides'
-observed step times (one list per run; several runs per side are pooled). Thresholds:
+observed step times (one time-ordered list per run; several runs per side are pooled). Thresholds:
 - ``max_slowdown_pct``: the NEW median step time may be at most this many percent above BASE's;
   a crossing fails only when it is also significant (``stats.compare_step_times``: one-sided
-  Mann–Whitney p < 0.01 and the whole 95% interval of the ratio of medians above the threshold),
-  otherwise it is reported "within noise (±x%)" and passes.
+  Mann–Whitney p < 0.01 and the whole 95% block-bootstrap interval of the ratio of medians above
+  the threshold, widened by the run-to-run allowance when a side has one run), otherwise it is
+  reported "within noise (±x%)" and passes.
 - ``max_data_wait_pct``: the NEW run's data-wait share of step time may be at most this many percent.
 """
 
@@ -103,16 +104,17 @@ def compare_reports(
 def _pooled_metrics(
     metrics: dict[str, dict[str, Any]], base_steps_s: Sequence[Sequence[float]], new_steps_s: Sequence[Sequence[float]]
 ) -> None:
-    """Median step time and steps/s from the pooled step lists, with their 95% intervals, so the
-    table shows the figures the gate decided on (the same as the report's for one run a side)."""
-    for key, func, scale in (
-        ("step_ms_median", stats.median_interval, 1000.0),
-        ("steps_per_s", stats.steps_per_s_interval, 1.0),
-    ):
-        for side, steps in (("base", base_steps_s), ("new", new_steps_s)):
-            ci = func(steps)
-            metrics[key][side] = ci.estimate * scale
-            metrics[key][f"{side}_interval"] = [ci.low * scale, ci.high * scale]
+    """Median step time and steps/s from the pooled step lists, with the block-bootstrap 95%
+    intervals the gate uses (drift within runs and spread between runs included), so the table
+    shows the figures the gate decided on."""
+    for side, steps in (("base", base_steps_s), ("new", new_steps_s)):
+        med = stats.block_median_interval(steps)
+        metrics["step_ms_median"][side] = med.estimate * 1000.0
+        metrics["step_ms_median"][f"{side}_interval"] = [med.low * 1000.0, med.high * 1000.0]
+        if med.low > 0:
+            metrics["steps_per_s"][side] = 1.0 / med.estimate
+            metrics["steps_per_s"][f"{side}_interval"] = [1.0 / med.high, 1.0 / med.low]
+    for key in ("step_ms_median", "steps_per_s"):
         metrics[key]["change_pct"] = _change_pct(metrics[key]["base"], metrics[key]["new"])
 
 
@@ -140,6 +142,9 @@ def _slowdown_dict(test: stats.SlowdownTest) -> dict[str, Any]:
     return {
         "ratio": test.ratio.estimate,
         "ratio_interval": [test.ratio.low, test.ratio.high],
+        "decision_interval": [test.decision.low, test.decision.high],
+        "run_to_run_allowance_pct": test.allowance_pct,
+        "runs_note": test.runs_note,
         "confidence": test.ratio.confidence,
         "p_value": test.p_value,
         "alpha": stats.ALPHA,

@@ -12,7 +12,9 @@ Defaults, chosen once and used everywhere:
   percentage points). 3 samples of a 2 ms step can put one sample on a line and call it a third
   of the step; under this rule such a share is "too few to tell".
 - A slowdown is significant when the one-sided Mann–Whitney p-value is below ``ALPHA`` (0.01)
-  and the whole ratio-of-medians interval lies above the threshold (see ``compare_step_times``).
+  and the whole ratio-of-medians interval lies above the threshold (see ``compare_step_times``);
+  that interval is a block bootstrap over time-ordered steps (runs first, with several), widened
+  by ``RUN_TO_RUN_PCT`` when a side has one run.
 
 The bootstrap of a median is simulated exactly without materialising resamples: drawing n
 indices uniformly is drawing n uniforms U and taking ceil(n·U), a monotone map, so the resample's
@@ -34,6 +36,9 @@ SEED = 17
 MIN_SHARE_SAMPLES = 30
 MAX_SHARE_HALF_WIDTH = 0.10
 ALPHA = 0.01
+# The compare gate's allowance for run-to-run spread when a side has a single run (percent): two
+# runs of one unchanged job differ by more than either run's steps can show. Measured in docs/ci.md.
+RUN_TO_RUN_PCT = 15.0
 TOO_FEW_ADVICE = "run longer (more --steps or --seconds)"
 # The doctor can also sample faster.
 TOO_FEW_ADVICE_DOCTOR = "run longer (more --steps or --seconds) or raise --sample-hz"
@@ -128,6 +133,74 @@ def bootstrap_medians(
         picked = which == c
         out[picked] = _medians_from_pool(values, np.cumsum(weights) / n, n, rng, int(picked.sum()))
     return out
+
+
+def block_length(n: int) -> int:
+    """Consecutive steps per block of the within-run bootstrap: about sqrt(n), the usual rate for a
+    block bootstrap of a weakly dependent series (long enough to carry a run's drift, short enough
+    that a resample holds many blocks)."""
+    return max(1, round(float(np.sqrt(n))))
+
+
+def _block_resamples(run: np.ndarray, rows: int, rng: np.random.Generator) -> np.ndarray:
+    """``rows`` circular block-bootstrap resamples of the time-ordered ``run``, shape (rows, n).
+
+    Each resample strings together blocks of ``block_length(n)`` consecutive steps from random
+    starts (wrapping past the end, so every step is equally likely), cut to n. Steps that share a
+    slow stretch of the machine stay together, so the spread of the resampled medians includes the
+    run's drift instead of averaging it away as independent draws would.
+    """
+    n = run.size
+    b = block_length(n)
+    starts = rng.integers(0, n, size=(rows, -(-n // b)))
+    idx = (starts[:, :, None] + np.arange(b)) % n
+    return run[idx.reshape(rows, -1)[:, :n]]
+
+
+# Elements of one chunk of resamples: bounds the memory of a bootstrap over long runs (~16 MB).
+_CHUNK_VALUES = 2_000_000
+
+
+def block_bootstrap_medians(
+    steps: StepTimes, resamples: int = RESAMPLES, rng: np.random.Generator | None = None
+) -> np.ndarray:
+    """``resamples`` replicates of the pooled median of time-ordered step times, drift included.
+
+    One run: the circular block bootstrap over its steps (``_block_resamples``). Several runs: two
+    stages, because runs of one job differ by more than their steps suggest (the machine's load
+    changes between runs): each replicate draws as many runs as there are, with replacement, then a
+    block resample within each drawn run, and takes the median of the pool. Runs that disagree
+    with one another widen the spread; one run cannot show that, see ``compare_step_times``.
+    """
+    rng = rng if rng is not None else np.random.default_rng(SEED)
+    runs = _as_runs(steps)
+    out = np.empty(resamples)
+    longest = max(r.size for r in runs)
+    chunk = max(1, _CHUNK_VALUES // (len(runs) * longest))
+    for start in range(0, resamples, chunk):
+        rows = min(chunk, resamples - start)
+        if len(runs) == 1:
+            out[start : start + rows] = np.median(_block_resamples(runs[0], rows, rng), axis=1)
+            continue
+        picks = rng.integers(0, len(runs), size=(rows, len(runs)))
+        pool = np.full((rows, len(runs), longest), np.nan)  # NaN pads runs shorter than the longest
+        for slot in range(len(runs)):
+            for r, run in enumerate(runs):
+                chosen = picks[:, slot] == r
+                if chosen.any():
+                    pool[chosen, slot, : run.size] = _block_resamples(run, int(chosen.sum()), rng)
+        out[start : start + rows] = np.nanmedian(pool.reshape(rows, -1), axis=1)
+    return out
+
+
+def block_median_interval(
+    steps: StepTimes, confidence: float = CONFIDENCE, resamples: int = RESAMPLES
+) -> Interval:
+    """The pooled median of the step times with its block-bootstrap interval (runs, then blocks)."""
+    draws = block_bootstrap_medians(steps, resamples)
+    estimate = float(np.median(np.concatenate(_as_runs(steps))))
+    low, high = _percentiles(draws, confidence)
+    return Interval(estimate, min(low, estimate), max(high, estimate), confidence)
 
 
 def _percentiles(draws: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -256,10 +329,14 @@ def mann_whitney_greater(new: RunSteps, base: RunSteps) -> float:
 
 @dataclass(frozen=True)
 class SlowdownTest:
-    """NEW against BASE: ratio of median step times (> 1 = NEW slower) with its bootstrap interval,
-    the one-sided Mann–Whitney p-value, and the gate's decision for ``threshold_pct``."""
+    """NEW against BASE: ratio of median step times (> 1 = NEW slower) with its block-bootstrap
+    interval, the interval the gate decided on (``decision``: the ratio's, widened by
+    ``allowance_pct`` when a side has one run), the one-sided Mann–Whitney p-value, and the gate's
+    decision for ``threshold_pct``."""
 
     ratio: Interval
+    decision: Interval
+    allowance_pct: float  # run-to-run allowance folded into ``decision``; 0 with >= 2 runs a side
     p_value: float
     threshold_pct: float | None
     significant: bool  # the slowdown beyond the threshold (or beyond 0 without one) is real
@@ -269,6 +346,7 @@ class SlowdownTest:
     base_runs: int
     new_runs: int
     text: str
+    runs_note: str | None  # one line when a side has a single run: what the gate cannot know
 
     @property
     def change_pct(self) -> float:
@@ -276,7 +354,7 @@ class SlowdownTest:
 
     @property
     def noise_pct(self) -> float:
-        return self.ratio.half_width_pct
+        return self.decision.half_width_pct
 
 
 def ratio_of_medians_interval(
@@ -285,10 +363,11 @@ def ratio_of_medians_interval(
     confidence: float = CONFIDENCE,
     resamples: int = RESAMPLES,
 ) -> Interval:
-    """median(NEW) / median(BASE), each side bootstrapped independently (runs, then steps)."""
+    """median(NEW) / median(BASE), each side block-bootstrapped independently (runs drawn with
+    replacement, then blocks of consecutive steps within each drawn run)."""
     rng = np.random.default_rng(SEED)
-    new_draws = bootstrap_medians(new, resamples, rng)
-    base_draws = bootstrap_medians(base, resamples, rng)
+    new_draws = block_bootstrap_medians(new, resamples, rng)
+    base_draws = block_bootstrap_medians(base, resamples, rng)
     base_med = float(np.median(np.concatenate(_as_runs(base))))
     if base_med <= 0 or np.any(base_draws <= 0):
         raise ValueError("BASE step times must be positive")
@@ -297,33 +376,51 @@ def ratio_of_medians_interval(
     return Interval(estimate, min(low, estimate), max(high, estimate), confidence)
 
 
+def _single_run_note(base_runs: int, new_runs: int, allowance_pct: float) -> str | None:
+    if base_runs >= 2 and new_runs >= 2:
+        return None
+    sides = " and ".join(label for label, n in (("BASE", base_runs), ("NEW", new_runs)) if n < 2)
+    return (
+        f"one run on {sides}: run-to-run noise is not measured, so the gate allows ±{allowance_pct:g}% for it; "
+        "give 2 or more runs a side (BASE... -- NEW...) to measure it"
+    )
+
+
 def compare_step_times(
     base: StepTimes,
     new: StepTimes,
     max_slowdown_pct: float | None = None,
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
+    run_to_run_pct: float = RUN_TO_RUN_PCT,
 ) -> SlowdownTest:
     """Is NEW slower than BASE, beyond ``max_slowdown_pct``, and beyond the noise?
 
-    The gate fails only when all three hold: the ratio of medians is above 1 + threshold; the
-    lower end of its ``confidence`` interval is too (so the threshold is crossed even at the
-    favourable end of the noise); and the one-sided Mann–Whitney p-value over the pooled steps is
-    below ``alpha`` (NEW's steps are slower as a whole, not just at the median). A crossing that
-    misses either condition is reported as "within noise (±x%)" and passes.
+    The ratio of medians gets a block-bootstrap interval (``ratio_of_medians_interval``): drift
+    inside each run widens it, and with two or more runs a side so does the spread between runs.
+    With one run on a side that spread cannot be seen, so the decision interval is the ratio's
+    widened by ``run_to_run_pct`` (low / (1 + a), high · (1 + a)), the run-to-run spread measured
+    for the planted job in docs/ci.md. The gate fails only when all three hold: the ratio is above
+    1 + threshold; the lower end of the decision interval is too; and the one-sided Mann–Whitney
+    p-value over the pooled steps is below ``alpha``. A crossing that misses either condition is
+    reported as "within noise (±x%)" and passes.
     """
     base_runs, new_runs = _as_runs(base), _as_runs(new)
     ratio = ratio_of_medians_interval(new_runs, base_runs, confidence)
+    note = _single_run_note(len(base_runs), len(new_runs), run_to_run_pct)
+    allowance = 0.0 if note is None else run_to_run_pct
+    widen = 1.0 + allowance / 100.0
+    decision = Interval(ratio.estimate, ratio.low / widen, ratio.high * widen, confidence)
     p = mann_whitney_greater(np.concatenate(new_runs), np.concatenate(base_runs))
     limit = 1.0 + (max_slowdown_pct or 0.0) / 100.0
-    significant = p < alpha and ratio.low > limit
+    significant = p < alpha and decision.low > limit
     crossed = max_slowdown_pct is not None and ratio.estimate > limit
     failed = crossed and significant
     change = (ratio.estimate - 1.0) * 100.0
-    noise = f"±{ratio.half_width_pct:.1f}%"
+    noise = f"±{decision.half_width_pct:.1f}%" + (f" with ±{allowance:g}% between runs" if allowance else "")
     limit_text = "" if max_slowdown_pct is None else f" (limit +{max_slowdown_pct:g}%)"
     if failed:
-        verdict = f"slower beyond noise: {ratio.low * 100 - 100:+.1f}% at least, p={p:.2g}"
+        verdict = f"slower beyond noise: {decision.low * 100 - 100:+.1f}% at least, p={p:.2g}"
     elif crossed:
         verdict = f"within noise ({noise})"
     else:
@@ -331,6 +428,8 @@ def compare_step_times(
     text = f"median step time {change:+.1f}% vs BASE{limit_text}; {verdict}"
     return SlowdownTest(
         ratio=ratio,
+        decision=decision,
+        allowance_pct=allowance,
         p_value=p,
         threshold_pct=max_slowdown_pct,
         significant=significant,
@@ -340,4 +439,5 @@ def compare_step_times(
         base_runs=len(base_runs),
         new_runs=len(new_runs),
         text=text,
+        runs_note=note,
     )

@@ -15,13 +15,32 @@ NAME = "compare"
 HELP = "compare two saved runs (step time, samples/s, phase shares, findings); exit 1 when a threshold is crossed"
 
 
+# ``BASE... -- NEW...``: argparse swallows a bare ``--``, so ``prepare_argv`` turns it into this
+# hidden option before parsing; options may then follow the NEW runs as anywhere else.
+_NEW_SIDE = "--new-side-runs"
+
+
+def prepare_argv(argv: list[str]) -> list[str]:
+    """The compare arguments with the first bare ``--`` (BASE runs before it, NEW runs after)
+    spelled as the hidden ``--new-side-runs`` option."""
+    if "--" not in argv:
+        return argv
+    i = argv.index("--")
+    return [*argv[:i], _NEW_SIDE, *argv[i + 1 :]]
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "base",
-        metavar="BASE",
-        help="the reference run's report directory (or record.json); a quoted glob pools several runs",
+    p.usage = (
+        "%(prog)s BASE NEW [options]\n       %(prog)s BASE [BASE...] -- NEW [NEW...] [options]"
     )
-    p.add_argument("new", metavar="NEW", help="the run to check against BASE (a quoted glob pools several runs)")
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="BASE NEW",
+        help="the reference run's report directory (or record.json) and the run to check against it; "
+        "several runs a side as BASE... -- NEW... (a quoted glob also stands for several runs)",
+    )
+    p.add_argument(_NEW_SIDE, nargs="+", default=None, dest="new_side", help=argparse.SUPPRESS)
     p.add_argument("--base-runs", nargs="+", default=[], metavar="DIR", help="more BASE runs, pooled with BASE")
     p.add_argument("--new-runs", nargs="+", default=[], metavar="DIR", help="more NEW runs, pooled with NEW")
     p.add_argument(
@@ -29,7 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=cli_types.number(float, minimum=0, unit="%"),
         metavar="PCT",
         help="fail (exit 1) when NEW's median step time is more than PCT%% above BASE's and the slowdown is "
-        "significant (one-sided Mann-Whitney p < 0.01 and the 95%% interval of the ratio above the limit)",
+        "significant (one-sided Mann-Whitney p < 0.01 and the 95%% block-bootstrap interval of the ratio above "
+        "the limit; with one run a side that interval is widened by the run-to-run allowance, see docs/ci.md)",
     )
     p.add_argument(
         "--max-data-wait",
@@ -47,14 +67,26 @@ def run(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None and value < 0:
             raise UserError(f"--{name.replace('_', '-')} must be 0 or more")
-    base, base_steps = _load_side([args.base, *args.base_runs], "BASE")
-    new, new_steps = _load_side([args.new, *args.new_runs], "NEW")
+    base_paths, new_paths = _sides(args.runs, args.new_side)
+    base, base_steps = _load_side([*base_paths, *args.base_runs], "BASE")
+    new, new_steps = _load_side([*new_paths, *args.new_runs], "NEW")
     result = compare_reports(base, new, args.max_slowdown, args.max_data_wait, base_steps, new_steps)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         _print(result)
     return 1 if result["failed"] else 0
+
+
+def _sides(runs: list[str], new_side: list[str] | None) -> tuple[list[str], list[str]]:
+    """BASE and NEW paths from ``BASE NEW`` or ``BASE... -- NEW...``."""
+    if new_side is not None:
+        return runs, new_side
+    if len(runs) != 2:
+        raise UserError(
+            f"expected BASE NEW (got {len(runs)} runs); for several runs a side write BASE... -- NEW..."
+        )
+    return [runs[0]], [runs[1]]
 
 
 def _expand(patterns: list[str]) -> list[str]:
@@ -145,9 +177,11 @@ def _print(result: dict[str, Any]) -> None:
             else ""
         )
         c.print(
-            f"NEW/BASE median step {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}) · one-sided Mann-Whitney "
-            f"p={slow['p_value']:.2g} · {slow['base_steps']} vs {slow['new_steps']} steps{runs}"
+            f"NEW/BASE median step {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}, block bootstrap) · one-sided "
+            f"Mann-Whitney p={slow['p_value']:.2g} · {slow['base_steps']} vs {slow['new_steps']} steps{runs}"
         )
+        if slow["runs_note"]:
+            c.print(escape(slow["runs_note"]))
     for g in result["gates"]:
         c.print(("[bold red]FAIL[/] " if g["failed"] else "[green]ok[/]   ") + escape(g["text"]))
     if result["gates"] and not result["failed"]:
