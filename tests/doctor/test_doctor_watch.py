@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import torch
 from torch import nn
@@ -32,3 +34,20 @@ def test_watch_records_steps_and_stops_early(tmp_path):
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
     assert "supplyline" not in getattr(_BaseDataLoaderIter.__next__, "__module__", "")
+
+
+def test_watch_that_cannot_attach_runs_the_block_with_one_warning(tmp_path):
+    """torch that fails to import (a broken install): the doctor cannot attach, the block still runs."""
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # `import torch` now raises ImportError, as a broken install does
+        "import supplyline\n"
+        f"with supplyline.watch(out={str(tmp_path / 'report')!r}, steps=5) as run:\n"
+        "    total = sum(range(10))\n"
+        "print('block ran', total, run.report)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "block ran 45 None"
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("supplyline: warning: could not attach to the job (ModuleNotFoundError: import of torch")
+    assert line.endswith("running it without diagnosis")
