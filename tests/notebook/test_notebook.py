@@ -90,6 +90,13 @@ open({out!r}, "w").close()
 train(DataLoader(PythonPrep(), batch_size=16, num_workers=0), model, opt)
 """
 
+# No limit: the training runs until the front end interrupts the kernel (the notebook's stop button).
+INTERRUPTED = """%%supplyline --out {out}
+train(DataLoader(PythonPrep(), batch_size=16, num_workers=0), model, opt)
+"""
+INTERRUPT_AFTER_S = 8  # when nbclient interrupts that cell; the other cells have the hang guard only
+HANG_GUARD_S = 600
+
 AFTER_DISK = "print('still here', steps_done)\n"
 
 BAD_OPTION = "%%supplyline --steps 0\nprint('never runs')\n"
@@ -103,11 +110,16 @@ def _kernel_spec(root: Path) -> None:
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": KERNEL, "language": "python"}))
 
 
+def _cell_timeout(cell: Any) -> int:
+    """The cell tagged ``interrupt`` is stopped as the stop button would; the others' timeout guards hangs only."""
+    return INTERRUPT_AFTER_S if "interrupt" in cell.metadata.get("tags", []) else HANG_GUARD_S
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("notebook")
     _kernel_spec(root / "jupyter")
-    out = {name: root / name for name in ("starved", "raises", "watched", "disk")}
+    out = {name: root / name for name in ("starved", "raises", "watched", "disk", "interrupted")}
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext supplyline"),
@@ -118,16 +130,24 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         nbformat.v4.new_code_cell(WATCH.format(out=str(out["watched"]))),
         nbformat.v4.new_code_cell(DISK_FAILS.format(out=str(out["disk"]))),
         nbformat.v4.new_code_cell(AFTER_DISK),
+        nbformat.v4.new_code_cell(INTERRUPTED.format(out=out["interrupted"]), metadata={"tags": ["interrupt"]}),
+        nbformat.v4.new_code_cell(ALIVE),
         nbformat.v4.new_code_cell(BAD_OPTION),
     ]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("JUPYTER_PATH", str(root / "jupyter"))
-        # allow_errors: the planted failures must not stop the run; the timeout guards hangs only.
+        # allow_errors: the planted failures must not stop the run.
         client = NotebookClient(
-            nb, kernel_name=KERNEL, timeout=600, allow_errors=True, resources={"metadata": {"path": str(root)}}
+            nb,
+            kernel_name=KERNEL,
+            timeout_func=_cell_timeout,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            resources={"metadata": {"path": str(root)}},
         )
         client.execute()
-    names = ["load", "setup", "starved", "raises", "alive", "watched", "disk", "after_disk", "bad_option"]
+    names = ["load", "setup", "starved", "raises", "alive", "watched", "disk", "after_disk", "interrupted"]
+    names += ["alive_after_interrupt", "bad_option"]
     return {"cells": dict(zip(names, nb.cells)), "out": out}
 
 
@@ -207,6 +227,19 @@ def test_a_report_that_cannot_be_written_is_a_warning_and_still_shows_inline(exe
     assert "report.html" not in result.data["text/plain"]  # no file to point at
     after = executed["cells"]["after_disk"]
     assert _stream(after).strip() == "still here 5"
+
+
+def test_an_interrupted_cell_keeps_its_report_and_the_kernel_survives(executed: dict[str, Any]) -> None:
+    cell, out = executed["cells"]["interrupted"], executed["out"]["interrupted"]
+    (error,) = _outputs(cell, "error")
+    assert error.ename == "KeyboardInterrupt"
+    (shown,) = _outputs(cell, "display_data")  # the report of the steps before the interrupt
+    assert "<strong>input</strong>" in _frame_page(shown.data["text/html"])
+    report = json.loads((out / "report.json").read_text())
+    assert report["outcome"]["reason"] == "interrupted" and report["steps"]["observed"] > 0
+    alive = executed["cells"]["alive_after_interrupt"]
+    assert not _outputs(alive, "error")
+    assert _stream(alive).strip().endswith(" True")  # the kernel runs on, its signal handlers as they were
 
 
 def test_a_bad_option_is_one_line_and_the_cell_does_not_run(executed: dict[str, Any]) -> None:
