@@ -79,6 +79,7 @@ print("alive", steps_done, handlers_after == handlers_before)
 WATCH = """import supplyline
 with supplyline.watch(out={out!r}, steps=10, what_if=False) as run:
     train(DataLoader(PythonPrep(), batch_size=16, num_workers=0), model, opt)
+print("after the block", steps_done)
 run
 """
 
@@ -209,8 +210,13 @@ def test_a_cell_that_raises_shows_its_own_exception_and_the_kernel_survives(exec
 def test_watch_works_in_a_kernel_and_displays_inline(executed: dict[str, Any]) -> None:
     cell, out = executed["cells"]["watched"], executed["out"]["watched"]
     assert not _outputs(cell, "error"), _outputs(cell, "error")
+    # Shown once as the block ends (no terminal summary in the cell), then again as the cell's value.
+    (shown,) = _outputs(cell, "display_data")
     (result,) = _outputs(cell, "execute_result")
-    assert _frame_page(result.data["text/html"]) == (out / "report.html").read_text()
+    page = (out / "report.html").read_text()
+    assert _frame_page(shown.data["text/html"]) == page == _frame_page(result.data["text/html"])
+    assert "after the block 10" in _stream(cell)  # the block ended at its limit, the cell went on
+    assert "Verdict:" not in _stream(cell)
     record = json.loads((out / "record.json").read_text())
     assert record["outcome"]["reason"] == "stopped"
     assert len(record["steps"]["duration_s"]) == 10

@@ -159,15 +159,16 @@ def _finish(result: Diagnosis, outcome: Outcome, quiet: bool) -> None:
     assert session is not None
     try:
         from supplyline.doctor.output import write_outputs
+        from supplyline.render.notebook import in_kernel, show_inline
 
         result.record = session.stop(outcome)
-        # The inline report replaces the terminal summary: print it only outside a notebook.
-        result.report = write_outputs(
-            result.record, result.out, quiet=quiet or _in_kernel(), failures=session.log_failures
-        )
+        inline = not quiet and in_kernel()  # in a notebook the report shows under the cell instead
+        result.report = write_outputs(result.record, result.out, quiet=quiet or inline, failures=session.log_failures)
         result.written = _written_since(os.path.join(result.out, "report.html"), session.t0_unix)
         for lost in session.trial.lost_saves:  # a checkpoint the block believes saved never reached the disk
             _say(f"error: {lost}")
+        if inline and result.report is not None:
+            show_inline(result)
     except Exception as exc:
         _detach(session)
         _warn(f"the report could not be written ({type(exc).__name__}: {exc})")
@@ -178,17 +179,6 @@ def _written_since(path: str, t0_unix: float) -> bool:
         return os.path.getmtime(path) >= t0_unix - 1.0  # a coarse file-system clock rounds down
     except OSError:
         return False
-
-
-def _in_kernel() -> bool:
-    """True inside a Jupyter kernel, where the Diagnosis is displayed instead of the terminal summary."""
-    shell = sys.modules.get("IPython")
-    get = getattr(shell, "get_ipython", None)
-    try:
-        ip = get() if get is not None else None
-    except Exception:
-        return False
-    return ip is not None and hasattr(ip, "kernel")
 
 
 def _warn(message: str) -> None:

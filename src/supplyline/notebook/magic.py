@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from supplyline.commands import doctor
 from supplyline.doctor.watch import Diagnosis, default_name, watch
 from supplyline.errors import UserError
+from supplyline.render.notebook import show_inline
 
 # Doctor options that have no meaning for a cell: (argparse dest, the option as typed).
 NOT_FOR_A_CELL = (
@@ -94,7 +95,6 @@ def run_cell(shell: Any, line: str, cell: str) -> Diagnosis | None:
     """Run the cell under the doctor; the Diagnosis is the cell's result, shown inline."""
     __tracebackhide__ = True
     from IPython.core.error import UsageError
-    from IPython.display import display
 
     try:
         args = parse_options(line)
@@ -111,7 +111,7 @@ def run_cell(shell: Any, line: str, cell: str) -> Diagnosis | None:
             seconds=args.seconds,
             what_if=args.what_if,
             what_if_steps=args.what_if_steps,
-            quiet=True,  # the Diagnosis displayed inline replaces the terminal summary
+            quiet=True,  # the Diagnosis is the cell's result: shown once, after the cell
             try_fixes=args.try_fixes,
             try_steps=args.try_steps,
             sample_hz=args.sample_hz,
@@ -120,7 +120,7 @@ def run_cell(shell: Any, line: str, cell: str) -> Diagnosis | None:
             exec(code, shell.user_ns)
     except BaseException:
         if run is not None and run.report is not None and not args.quiet:
-            display(run)  # what ran before the exception, then the cell's own traceback
+            show_inline(run)  # what ran before the exception, then the cell's own traceback
         raise
     return None if args.quiet else run
 

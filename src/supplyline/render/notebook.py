@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import html
 import os
+import sys
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from supplyline.render.html import build_html
 
@@ -52,3 +53,22 @@ def first_fix(fix: str) -> str:
     """The first of a finding's numbered fixes: ``(1) Load batches in parallel: ...; (2) ...`` -> the (1)."""
     head = fix.split(" (2) ", 1)[0].strip()
     return head[4:].strip() if head.startswith("(1) ") else head
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (an IPython shell with a kernel), where a report is displayed
+    under the cell rather than printed as the terminal summary. IPython is not imported here: a
+    process that has not loaded it is no kernel."""
+    get_ipython = getattr(sys.modules.get("IPython"), "get_ipython", None)
+    try:
+        shell = get_ipython() if get_ipython is not None else None
+    except Exception:
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def show_inline(obj: Any) -> None:
+    """Display ``obj`` under the running cell (its ``_repr_html_`` and text repr)."""
+    from IPython.display import display
+
+    display(obj)
