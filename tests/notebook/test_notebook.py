@@ -180,7 +180,7 @@ def test_the_starved_cell_shows_the_doctors_verdict_inline(executed: dict[str, A
     assert f"<strong>input</strong> — {html.escape(verdict['sentence'], quote=True)}" in page
     # The text repr: the verdict word, and the fix naming num_workers.
     text = result.data["text/plain"]
-    assert text.startswith("supplyline: INPUT — ")
+    assert text.startswith("supplyline (stopped after 20 steps): INPUT — ")
     top = report["findings"][0]
     assert top["check"] == "dataloader" and "num_workers=" in top["fix"]
     assert "fix (dataloader):" in text and "num_workers=" in text

@@ -38,7 +38,9 @@ def report_frame(report: Report, record: RunRecord) -> str:
 def report_text(report: Report, out_dir: str | None) -> str:
     """The verdict, the top finding's fix and where the files are: what a text-only front end shows."""
     v = report.verdict
-    lines = [f"supplyline: {v.bound.upper()} — {v.sentence}"]
+    # A limit ends the block early: say so first, the rest of the cell did not run.
+    stopped = f" ({report.outcome.stop_message})" if report.outcome.stop_message else ""
+    lines = [f"supplyline{stopped}: {v.bound.upper()} — {v.sentence}"]
     if report.findings:
         top = report.findings[0]
         lines.append(f"fix ({top.check}): {first_fix(top.fix)}")
