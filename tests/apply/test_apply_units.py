@@ -156,3 +156,41 @@ def test_rebuild_loader_with_a_users_batch_sampler_and_without_batching():
 def test_apply_spec_describe_empty():
     assert ApplySpec().empty() and ApplySpec().describe() == "nothing"
     assert os.path.basename(__file__).startswith("test_")
+
+
+def _report_with_trials(tmp_path, *trials):
+    report = {
+        "report_version": 1,
+        "findings": [{"check": "dataloader"}, {"check": "checkpoint"}],
+        "dataloader_recommended": {"num_workers": {"seen": 0, "recommended": 2}},
+        "trials": list(trials),
+    }
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    return str(tmp_path)
+
+
+def test_auto_applies_only_what_its_trial_measured_faster(tmp_path):
+    faster = {"fix": "dataloader", "settings": {"num_workers": 3}, "measured_speedup": 1.3, "spread": [1.1, 1.5]}
+    slower = {"fix": "checkpoint", "settings": {"async_save": True}, "measured_speedup": 0.8, "spread": [0.7, 0.9]}
+    spec = spec_from_saved(_report_with_trials(tmp_path, faster, slower))
+    assert spec.loader == {"num_workers": 3} and not spec.async_save
+
+
+def test_auto_keeps_away_from_a_loader_the_trial_found_no_faster(tmp_path):
+    # dcgan's case: the table said 2 workers, the trial measured 0.88× (0.84–0.93): nothing to apply.
+    slower = {"fix": "dataloader", "settings": {"num_workers": 2}, "measured_speedup": 0.88, "spread": [0.84, 0.93]}
+    unclear = {"fix": "checkpoint", "settings": {"async_save": True}, "measured_speedup": 1.1, "spread": [0.9, 1.3]}
+    with pytest.raises(
+        UserError, match=r"dataloader trial measured 0\.88×: slower.*checkpoint trial measured 1\.10×: no"
+    ):
+        spec_from_saved(_report_with_trials(tmp_path, slower, unclear))
+
+
+def test_trial_decision_reads_the_interval():
+    from supplyline.analyze.trial_result import trial_decision
+
+    assert trial_decision(1.2, [1.05, 1.4]) == "faster"
+    assert trial_decision(0.9, [0.84, 0.97]) == "slower"
+    assert trial_decision(1.2, [0.95, 1.4]) == "no difference"
+    assert trial_decision(None, [1.1, 1.2]) is None
+    assert trial_decision(1.2, None) == "faster" and trial_decision(1.01, []) == "no difference"  # older records

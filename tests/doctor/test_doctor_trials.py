@@ -27,6 +27,9 @@ def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
     assert trial["startup_s"] is not None and trial["startup_s"] > 0
     assert "measured" in rep["verdict"]["sentence"] and "-step trial with num_workers=" in rep["verdict"]["sentence"]
     assert rep["findings"][0]["measured_speedup"] == trial["measured_speedup"]
+    from conftest import check_words_follow_figures
+
+    check_words_follow_figures(rep, run.proc.stderr)
     assert "trying the fix on the job" in run.proc.stderr and "data order within the epoch" in run.proc.stderr
     # trial steps are labelled and kept out of the observed figures
     labels = run.record["steps"]["whatif"]
@@ -34,18 +37,23 @@ def test_loader_trial_gains_on_the_num_workers_0_job(doctor, zoo_path):
 
 
 def test_loader_trial_really_uses_the_new_workers(doctor, zoo_path, tmp_path):
-    # 8 trial steps leave room for one candidate: the recommendation itself
+    # 8 trial steps leave room for one candidate, the recommendation itself: no choice round, just
+    # A B A B (and a pair or two more if that does not decide) of the script's loader and the new one.
     run = doctor("--steps", "20", "--no-what-if", "--try-steps", "8", zoo_path("trial_loader.py"), str(tmp_path))
     assert run.proc.returncode == 0, run.proc.stderr
     trial = _trial(run.report, "dataloader")
     workers = trial["settings"]["num_workers"]
-    assert len(trial["segments"]) == 1 and trial["segments"][0]["settings"]["num_workers"] == workers
+    segments = trial["segments"]
+    assert [s["label"] for s in segments[:4]] == ["A", "B", "A", "B"] and {s["round"] for s in segments} == {"measure"}
+    assert all(s["settings"]["num_workers"] == workers for s in segments if s["label"] == "B")
     rows = [line.split() for line in (tmp_path / "workers.log").read_text().splitlines()]
     observed = {w for row in rows[:20] for w in row[1:]}
-    tried = {int(w) for row in rows[20:] for w in row[1:]}
     assert observed == {"-1"}  # the script's own loader: the training thread made every sample
-    assert tried == set(range(workers)), rows[20:]  # the trial's loader: exactly its workers
-    assert len(rows) >= 20 + trial["steps"]
+    at = 20
+    for seg in segments:  # each stretch's batches came from its own loader
+        made = {int(w) for row in rows[at : at + seg["steps"]] for w in row[1:]}
+        assert made == ({-1} if seg["label"] == "A" else set(range(workers))), (seg, rows[at : at + seg["steps"]])
+        at += seg["steps"]
 
 
 def test_write_trials_lose_nothing(doctor, zoo_path, tmp_path):
@@ -55,7 +63,8 @@ def test_write_trials_lose_nothing(doctor, zoo_path, tmp_path):
     fixes = {t["fix"] for t in rep["trials"]}
     assert "checkpoint" in fixes, (rep["trials"], rep["notes"])
     ckpt = _trial(rep, "checkpoint")
-    assert [s["label"] for s in ckpt["segments"]] == ["A", "B", "A", "B"]
+    labels = [s["label"] for s in ckpt["segments"]]
+    assert labels in (["A", "B"] * 2, ["A", "B"] * 3, ["A", "B"] * 4)  # more pairs while undecided, two at most
     assert ckpt["measured_speedup"] is not None and len(ckpt["spread"]) == 2
     assert "save(s)" in ckpt["note"]  # the background writer took the saves of the B stretches
     printed = [int(line.split()[1]) for line in run.proc.stdout.splitlines() if line.startswith("print ")]

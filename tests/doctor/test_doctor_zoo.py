@@ -133,3 +133,7 @@ def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path):
     assert rep["verdict"]["bound"] == "input"
     assert rep["findings"][0]["check"] == "dataloader"
     assert "Verdict" in proc.stderr
+    from conftest import check_words_follow_figures
+
+    assert rep["trials"], "the demo runs its loader trial"
+    check_words_follow_figures(rep, proc.stderr)

@@ -28,6 +28,7 @@ from supplyline.analyze.speedup import (
     removal_speedup,
 )
 from supplyline.analyze.supply import SupplySignal
+from supplyline.analyze.trial_result import LoaderTrial, loader_trial
 from supplyline.collect.checkpoints import Cadence, cadence, group_checkpoints
 from supplyline.record import RunRecord
 
@@ -268,7 +269,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     cores = record.host.cpu_count
     wait_ms = b.phase_ms_per_step[P.DATA_WAIT]
     base = (
-        f"the training step waits {wait_ms:.1f} ms on the DataLoader ({judged.cpu_share * 100:.0f}% of step time)"
+        f"the training step waits {wait_ms:.1f} ms on the {loader.loader_type} ({judged.cpu_share * 100:.0f}% of step time)"
         f"{judged.beside}"
     )
     whatif = record.whatif
@@ -298,21 +299,33 @@ def input_check(ev: Evidence) -> list[Finding]:
         )
         if gain is None:
             fix = f"No gain expected from more workers here.{cap} " + fix
+        measured = loader_trial(record)
+        if measured is not None and measured.workers is not None:
+            fix = (
+                _measured_fix(ev, framework, measured, "", instead="the time each read takes")
+                + " Or pack small files into shards (`supplyline pack`), or stage the dataset in RAM "
+                "(`supplyline stage`); diagnose the storage with `supplyline disk DATA_DIR`."
+            )
         return [Finding("storage", severity(share), share, f"{base}{where}; cause: {cause}", fix, gain, [cause])]
     suggested = prep_stall_workers(nw, cores)
     cap, capacity_gain = _capacity(ev, nw, max(suggested, nw))
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
+    trial = loader_trial(record)
     causes: list[str] = []
     fixes: list[str] = []
     if nw < cores:
         causes.append(f"loader settings: {sig.evidence}")
         measure = f" Measure the best settings on your data: `{tune_cmd}`."
-        fixes.append(
-            f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work then "
-            f"runs in {suggested} processes beside the training step.{cap}{measure}"
-            if gain is not None
-            else f"No gain expected from more workers: the input side is not what holds the step.{cap}{measure}"
-        )
+        if trial is not None and trial.workers is not None:
+            # The trial measured it on this job: its count, its figure; the model's cap would only contradict it.
+            fixes.append(_measured_fix(ev, framework, trial, measure))
+        else:
+            fixes.append(
+                f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work "
+                f"then runs in {suggested} processes beside the training step.{cap}{measure}"
+                if gain is not None
+                else f"No gain expected from more workers: the input side is not what holds the step.{cap}{measure}"
+            )
     if sig.stall in ("prep", "mixed") or nw >= cores:
         at = where.removeprefix(" — ") if where else ""
         detail = sig.evidence if nw >= cores else "the loading is CPU work (prep stall)"
@@ -330,13 +343,33 @@ def input_check(ev: Evidence) -> list[Finding]:
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]
 
 
+def _measured_fix(
+    ev: Evidence, framework: str, trial: LoaderTrial, measure: str, instead: str = "the per-sample work"
+) -> str:
+    """The loader fix in the words of the doctor's trial, which measured it on this job."""
+    workers = trial.workers or 0
+    prefetch = trial.settings.get("prefetch_factor")
+    setting = _loader_setting(ev, framework, workers, prefetch if isinstance(prefetch, int) else 2)
+    if trial.decision == "faster":
+        return (
+            f"Load batches in parallel: {setting}; the doctor's trial measured it on this job at "
+            f"{trial.figure}.{measure}"
+        )
+    return (
+        f"No gain measured from more workers: the doctor's trial ran num_workers={workers} on this job at "
+        f"{trial.figure} ({trial.decision}); {instead} is what to make cheaper.{measure}"
+    )
+
+
 def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -> str:
-    """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user)."""
+    """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user),
+    written with the loader's own class: a ``StatefulDataLoader`` takes the same settings."""
     loader = ev.supply.loader
     if ev.snippets is not None and framework != "plain":
         return ev.snippets.dataloader_fix_snippet(job_frames(ev.record), workers, prefetch)
     persistent = "" if loader is None or loader.persistent_workers or workers == 0 else ", persistent_workers=True"
-    return f"DataLoader(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
+    kind = loader.loader_type if loader is not None else "DataLoader"
+    return f"{kind}(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
 
 
 def logging_check(ev: Evidence) -> list[Finding]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from supplyline.analyze.trial_result import LoaderTrial
 from supplyline.collect.events import LoaderInfo
 
 
@@ -21,12 +22,19 @@ def prep_stall_workers(num_workers: int, cores: int) -> int:
 
 
 def recommended_loader(
-    loader: LoaderInfo | None, stall: str, cores: int, cuda: bool, input_bound: bool
+    loader: LoaderInfo | None,
+    stall: str,
+    cores: int,
+    cuda: bool,
+    input_bound: bool,
+    measured: LoaderTrial | None = None,
 ) -> dict[str, dict[str, Any]] | None:
     """Per setting: ``{"seen": value, "recommended": value, "why": reason}``.
 
     Settings are only changed when the run showed data wait (``input_bound``); a loader that
-    keeps up keeps its settings, except pinning, which only matters with a GPU.
+    keeps up keeps its settings, except pinning, which only matters with a GPU. A loader trial's
+    answer (``measured``) outranks the model: its settings when it measured faster, the settings
+    seen when it did not.
     """
     if loader is None:
         return None
@@ -36,7 +44,19 @@ def recommended_loader(
     def put(key: str, value: Any, why: str) -> None:
         rec[key] = {"seen": getattr(loader, key), "recommended": value, "why": why}
 
-    if input_bound and stall == "fetch":
+    if measured is not None and measured.workers is not None:
+        tried = ", ".join(f"{k}={v}" for k, v in measured.settings.items())
+        if measured.decision == "faster":
+            for key in ("num_workers", "prefetch_factor", "persistent_workers"):
+                if key in measured.settings:
+                    put(key, measured.settings[key], f"the doctor's trial measured {tried} at {measured.figure}")
+        else:
+            why = f"the doctor's trial measured {tried} at {measured.figure}: {measured.decision}; keep what you have"
+            for key in ("num_workers", "prefetch_factor", "persistent_workers"):
+                put(key, getattr(loader, key), why)
+        for key in ("prefetch_factor", "persistent_workers"):
+            rec.setdefault(key, {"seen": getattr(loader, key), "recommended": getattr(loader, key), "why": "unchanged"})
+    elif input_bound and stall == "fetch":
         workers = fetch_stall_workers(nw, cores)
         put("num_workers", workers, "reads are latency-bound: more workers than cores keep more reads in flight")
     elif input_bound:
@@ -45,7 +65,9 @@ def recommended_loader(
     else:
         workers = nw
         put("num_workers", nw, "the loader keeps up")
-    if workers > 0 and input_bound:
+    if "prefetch_factor" in rec:  # the trial's answer set them
+        pass
+    elif workers > 0 and input_bound:
         put("prefetch_factor", max(4, loader.prefetch_factor or 0), "a deeper queue absorbs slow batches")
         put("persistent_workers", True, "workers are not restarted every epoch")
     else:

@@ -28,6 +28,7 @@ from supplyline.analyze.oscillation import OscillationResult, detect_oscillation
 from supplyline.analyze.recommend import recommended_loader
 from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, median_interval, share_text
 from supplyline.analyze.supply import Stall, SupplySignal, supply_signal
+from supplyline.analyze.trial_result import loader_trial, trial_decision
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
@@ -116,6 +117,8 @@ class LoaderFacts:
     host_cpu_busy_pct_mean: float | None
     tune_command: str | None
     preprocess_command: str | None
+    loader_type: str = "DataLoader"  # the loader's class: StatefulDataLoader, a framework's subclass, ...
+    loader_module: str = "torch.utils.data.dataloader"
 
 
 @dataclass
@@ -165,16 +168,27 @@ class Trial:
     trial_steps_per_s: float | None = None
     startup_s: float | None = None  # worker start-up of the tried loader, kept out of the rate
     segments: list[TrialSegment] = field(default_factory=list)  # candidates, or the A/B stretches
+    loader_type: str | None = None  # the class of the loader a loader trial built
+
+    @property
+    def decision(self) -> str | None:
+        """``faster``, ``slower`` or ``no difference`` (see ``trial_decision``); None without a figure."""
+        return trial_decision(self.measured_speedup, self.spread)
 
     @property
     def quote(self) -> str:
-        """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``."""
+        """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``, and, when the
+        interval does not say faster, what that means for the fix."""
         if self.measured_speedup is None:
             return ""
         what = ", ".join(f"{k}={v}" for k, v in self.settings.items() if k != "persistent_workers")
         with_ = f" with {what}" if what else ""
         predicted = f"; predicted {self.predicted_speedup:.1f}×" if self.predicted_speedup else ""
-        return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}"
+        after = {
+            "slower": "; slower than unchanged: do not apply",
+            "no difference": "; no clear difference from unchanged (the interval holds 1.0×)",
+        }.get(self.decision or "", "")
+        return f"measured {self.measured_speedup:.2f}× in a {self.steps}-step trial{with_}{predicted}{after}"
 
 
 @dataclass
@@ -270,6 +284,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             record.host.cpu_count,
             record.host.cuda_available,
             input_bound=any(f.check in INPUT_CHECKS for f in findings),
+            measured=loader_trial(record),
         ),
         top_lines=b.top_lines,
         data_wait_lines=b.data_wait_lines,
@@ -377,11 +392,12 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             t.trial_steps_per_s,
             t.startup_s,
             t.segments,
+            t.loader_type,
         )
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup
             startup = f", worker start-up {t.startup_s:.2f} s kept apart" if t.startup_s is not None else ""
-            spread = f" (spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
+            spread = f" (95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
             finding.evidence += f"; trial: {trial.quote}{spread}"
         out.append(trial)
     # The top finding's trial first: it is the one the verdict quotes.
@@ -483,6 +499,8 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
         host_cpu_busy_pct_mean=sig.host_cpu_busy_pct_mean,
         tune_command=commands.tune_command,
         preprocess_command=commands.preprocess_command,
+        loader_type=loader.loader_type,
+        loader_module=loader.loader_module,
     )
 
 

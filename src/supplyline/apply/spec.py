@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from supplyline.analyze.trial_result import trial_decision
 from supplyline.errors import UserError
 
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
@@ -137,13 +138,25 @@ def _from_report(document: dict[str, Any], file: str) -> ApplySpec:
             and entry["recommended"] != entry.get("seen")
         ):
             loader[key] = entry["recommended"]
-    for trial in document.get("trials") or []:
-        # The doctor's trial measured the kept settings on the job itself: they beat the table's guess.
-        if isinstance(trial, dict) and trial.get("fix") in ("dataloader", "storage"):
-            settings = trial.get("settings") or {}
-            if (trial.get("measured_speedup") or 0) >= 1.05 and isinstance(settings, dict):
-                loader = {k: settings[k] for k in LOADER_KEYS if k in settings}
     checks = {f.get("check") for f in document.get("findings") or [] if isinstance(f, dict)}
+    declined: list[str] = []
+    for trial in document.get("trials") or []:
+        # The doctor's trial measured the fix on the job itself: its answer beats the table's guess,
+        # and a trial that did not measure "faster" (slower, or no clear difference) is not applied.
+        if not isinstance(trial, dict) or not isinstance(trial.get("measured_speedup"), (int, float)):
+            continue
+        spread = trial.get("spread")
+        decision = trial_decision(float(trial["measured_speedup"]), spread if isinstance(spread, list) else None)
+        settings = trial.get("settings") or {}
+        if decision != "faster" and trial.get("fix") in ("dataloader", "storage", "checkpoint", "logging"):
+            declined.append(f"its {trial['fix']} trial measured {float(trial['measured_speedup']):.2f}×: {decision}")
+        if trial.get("fix") in ("dataloader", "storage"):
+            if decision == "faster" and isinstance(settings, dict):
+                loader = {k: settings[k] for k in LOADER_KEYS if k in settings}
+            else:
+                loader = {}
+        elif trial.get("fix") in ("checkpoint", "logging") and decision != "faster":
+            checks.discard(trial["fix"])
     spec = ApplySpec(
         loader=loader,
         async_save="checkpoint" in checks,
@@ -151,5 +164,6 @@ def _from_report(document: dict[str, Any], file: str) -> ApplySpec:
         source=f"doctor report {file}",
     )
     if spec.empty():
-        raise UserError(f"--from {file}: the report recommends no change this command can apply")
+        why = f" ({'; '.join(declined)})" if declined else ""
+        raise UserError(f"--from {file}: the report recommends no change this command can apply{why}")
     return spec

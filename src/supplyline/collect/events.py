@@ -42,6 +42,10 @@ class LoaderInfo:
     # The stack that first iterated the loader, innermost first ("file:line:function"): a Trainer's
     # or Lightning's loop shows in it, so fixes can be written in the framework's own settings.
     iter_stack: list[str] = field(default_factory=list)
+    # The loader's own class (``StatefulDataLoader`` from ``torchdata.stateful_dataloader...``): fixes
+    # are written in its name; records from before the field read as torch's DataLoader.
+    loader_type: str = "DataLoader"
+    loader_module: str = "torch.utils.data.dataloader"
 
 
 @dataclass
@@ -200,6 +204,9 @@ class TrialSegment:
     steps_per_s: float | None  # over the steps after the first (start-up and the switch left out)
     settings: dict[str, Any] = field(default_factory=dict)  # what B applied (a candidate's loader settings)
     startup_s: float | None = None  # a rebuilt loader's worker start-up up to its first batch
+    # A loader trial's rounds: "select" (the unchanged loader and each candidate once, to choose)
+    # and "measure" (fresh A/B stretches of the chosen one: the figure). "" for a logging/checkpoint trial.
+    round: str = ""
 
 
 @dataclass
@@ -217,6 +224,7 @@ class TrialRecord:
     startup_s: float | None = None  # worker start-up of the kept loader, kept out of the rate
     segments: list[TrialSegment] = field(default_factory=list)
     note: str = ""
+    loader_type: str | None = None  # the class of the loader a loader trial built (its script's own class)
 
 
 @dataclass

@@ -4,8 +4,9 @@ The stack sampler, the sync counter and the save hooks all need the same answer 
 file, so it is decided once here and cached per file name (a dict lookup on the hot path).
 
 - *user*: any file outside the interpreter's stdlib/site-packages and outside supplyline;
-- *machinery*: torch's DataLoader code and supplyline's own wrappers: they sit between the user's
-  ``for`` line and the dataset's code and explain nothing about what costs;
+- *machinery*: torch's DataLoader code (and torchdata's StatefulDataLoader, a fork of it) and
+  supplyline's own wrappers: they sit between the user's ``for`` line and the dataset's code and
+  explain nothing about what costs;
 - *waiting*: the standard library's waiting code (threading, queue, multiprocessing, selectors):
   waiting for workers (or a lock) is not a library's work either;
 - *library*: everything else (torchvision, PIL, numpy, transformers, torch's kernels...).
@@ -23,7 +24,10 @@ _LIB_DIRS = tuple(
     if p
 )
 OUR_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-_DATA_MACHINERY = f"{os.sep}torch{os.sep}utils{os.sep}data{os.sep}"
+_DATA_MACHINERY = (
+    f"{os.sep}torch{os.sep}utils{os.sep}data{os.sep}",
+    f"{os.sep}torchdata{os.sep}stateful_dataloader{os.sep}",
+)
 _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 _WAITING = tuple(
     _STDLIB + name
@@ -51,7 +55,7 @@ def _classify(filename: str) -> str:
     if filename.startswith("<"):
         return LIBRARY  # <frozen importlib>, <string>: not a file the user can open
     real = os.path.realpath(filename)
-    if real.startswith(OUR_DIR) or _DATA_MACHINERY in real:
+    if real.startswith(OUR_DIR) or any(part in real for part in _DATA_MACHINERY):
         return MACHINERY
     if real.startswith(_WAITING):
         return WAITING

@@ -5,6 +5,11 @@ clock reads, because it runs on the training thread every step.
 Where the hooks sit and why:
 - ``_BaseDataLoaderIter.__next__`` is defined once on the base class; both iterators inherit it.
 - ``DataLoader.__iter__`` creates the iterator (and starts the workers): its time is data wait too.
+- DataLoader subclasses that define their own ``__iter__`` (torchdata's ``StatefulDataLoader``) are
+  patched too, now and when the script defines them later (``collect/loader_classes``); iterator
+  classes that override ``__next__`` are patched when their first iterator is made. The hooks nest:
+  an override that calls ``super()`` reaches the base's wrapper, which then passes straight through,
+  so every fetch is timed once.
 - ``register_optimizer_step_pre/post_hook`` are global and cover every ``torch.optim.Optimizer``.
 - ``Tensor.backward`` calls ``torch.autograd.backward`` by attribute, so patching the module
   function sees every backward.
@@ -15,9 +20,11 @@ Where the hooks sit and why:
 from __future__ import annotations
 
 import builtins
+import inspect
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,12 +38,14 @@ from supplyline import phases as P
 from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
+from supplyline.collect.loader_classes import overrides, watch_subclasses
 from supplyline.collect.patching import Patcher
 from supplyline.collect.saves import SaveRecorder
 from supplyline.collect.steps import StepClock
 
 _now = time.perf_counter
 _cpu = time.thread_time
+_ident = threading.get_ident
 
 
 class Controller:
@@ -69,6 +78,13 @@ class TorchHooks(Patcher):
         self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
+        # The threads inside a hooked __iter__ / an override's hooked __next__: there, the hook an
+        # override reaches through super() passes through. Per thread, so a loader thread of the
+        # user's own never makes the training thread's fetch look nested (a set: cheaper than a
+        # threading.local's attributes, and an empty one is a single falsy test on the base hook).
+        self._iterating: set[int] = set()
+        self._fetching: set[int] = set()
+        self._iterator_classes: set[type] = {_BaseDataLoaderIter}  # whose own __next__ is hooked (or the base)
         # Checkpoint APIs of modules the script imports later: (module, owner path, attribute, kind).
         self._late: list[tuple[str, str, str, str]] = list(_LATE_SAVE_APIS)
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
@@ -83,6 +99,7 @@ class TorchHooks(Patcher):
     def install(self) -> None:
         self._patch(_BaseDataLoaderIter, "__next__", self._wrap_next)
         self._patch(DataLoader, "__iter__", self._wrap_iter)
+        self._undo.append(watch_subclasses(self._hook_loader_class))
         self._hook_optimizers()
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
@@ -120,12 +137,43 @@ class TorchHooks(Patcher):
                 self._patch(owner, attr, self.save_recorder.wrapper(kind))
 
     # -- DataLoader ---------------------------------------------------------------------------
+    def _hook_loader_class(self, cls: type) -> None:
+        """A DataLoader subclass (defined now or later): its own ``__iter__`` gets the same hook.
+
+        Not a generator ``__iter__`` (``yield from super().__iter__()``): it returns before any of
+        its code runs, and the base hook sees the real iterator made inside it, once."""
+        if overrides(cls, "__iter__") and not inspect.isgeneratorfunction(cls.__dict__["__iter__"]):
+            self._patch(cls, "__iter__", self._wrap_iter)
+
+    def _hook_iterator_class(self, cls: type) -> None:
+        """The first iterator of ``cls``: each class on its way to ``_BaseDataLoaderIter`` that defines
+        its own ``__next__`` (torchdata's ``_StatefulBaseDataLoaderIter``) gets the fetch hook."""
+        self._iterator_classes.add(cls)
+        for klass in cls.__mro__:
+            if klass is _BaseDataLoaderIter or not issubclass(klass, _BaseDataLoaderIter):
+                break
+            if overrides(klass, "__next__") and not getattr(klass.__dict__["__next__"], "_supplyline_fetch", False):
+                self._patch(klass, "__next__", self._wrap_override_next)
+            self._iterator_classes.add(klass)
+
     def _wrap_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
         hooks = self
 
         def __iter__(loader: Any) -> Any:
+            tid, iterating = _ident(), hooks._iterating
+            if tid in iterating:  # a subclass's __iter__ calling super().__iter__(): timed by the outer one
+                return original(loader)
             t = _now()
-            it = original(loader)
+            iterating.add(tid)
+            try:
+                it = original(loader)
+            finally:
+                iterating.discard(tid)
+            if type(it) not in hooks._iterator_classes:
+                try:
+                    hooks._hook_iterator_class(type(it))
+                except Exception:  # an odd iterator class: its fetches go unseen, the job goes on
+                    pass
             lid = id(loader)
             info = hooks.loaders.get(lid) or hooks._describe(loader, sys._getframe(1))
             info.epochs_started += 1
@@ -159,6 +207,8 @@ class TorchHooks(Patcher):
             dataset_len=n,
             dataset_module=type(ds).__module__,
             iter_stack=stack_of(caller, limit=25),
+            loader_type=type(loader).__name__,
+            loader_module=type(loader).__module__,
         )
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds
@@ -167,9 +217,35 @@ class TorchHooks(Patcher):
         return info
 
     def _wrap_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        hooks, clock, ctl = self, self.clock, self.ctl
+        """The fetch hook on ``_BaseDataLoaderIter.__next__``: inside an override's hook (below) on
+        this thread it passes straight through; otherwise (the plain DataLoader) one falsy-set test."""
+        return self._timed_next(original, nested_passes=True)
+
+    def _wrap_override_next(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """The fetch hook on an iterator class's own ``__next__`` (torchdata's): times the fetch and
+        marks this thread as inside it, so the hooks it reaches through ``super()`` pass through."""
+        fetching = self._fetching
+        timed = self._timed_next(original, nested_passes=False)
 
         def __next__(it: Any) -> Any:
+            tid = _ident()
+            if tid in fetching:  # a trial's batch from a loader of the same class: timed outside
+                return original(it)
+            fetching.add(tid)
+            try:
+                return timed(it)
+            finally:
+                fetching.discard(tid)
+
+        __next__._supplyline_fetch = True  # type: ignore[attr-defined]  # a mark: this class is hooked already
+        return __next__
+
+    def _timed_next(self, original: Callable[[Any], Any], nested_passes: bool) -> Callable[[Any], Any]:
+        hooks, clock, ctl, fetching = self, self.clock, self.ctl, self._fetching
+
+        def __next__(it: Any) -> Any:
+            if nested_passes and fetching and _ident() in fetching:  # an override's super().__next__()
+                return original(it)
             lid = getattr(it, "_supplyline_loader_id", None) or id(it._dataset)
             t = _now()
             first = it._num_yielded == 0

@@ -271,13 +271,11 @@ class DoctorSession:
             for plan in plans:
                 if plan.fix == "checkpoint":
                     plan.period, plan.last_save = save_period(now.saves)
-            observed = [now.steps["duration_s"][i] for i in now.observed_steps]
-            baseline = observed[report.steps.warmup_excluded :]
             loader_object = self.hooks.loader_objects.get(self.clock.train_loader or -1)
             self._before_trial = (len(self.hooks.saves), self.hooks.logging_calls)
             self.clock.whatif_label = TRIAL_LABEL
             self.ctl.mode = Controller.TRIAL
-            if not self.trial.begin(plans, loader_object, baseline, first_step=len(now.steps["duration_s"])):
+            if not self.trial.begin(plans, loader_object, first_step=len(now.steps["duration_s"])):
                 self.ctl.mode = before
                 return False
         except Exception as exc:  # a trial is a bonus: its failure is a note, the job stops as it would have

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from supplyline.collect.events import TrialsInfo
-from supplyline.doctor.trials import LOADER_FIXES, WHAT_CHANGES, TrialRunner, describe
+from supplyline.doctor.trials import LOADER_FIXES, WHAT_CHANGES, TrialRunner, describe, loader_kind
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ def during_trial(runner: TrialRunner, exception_type: str | None) -> TrialCrash 
         return None
     fix = runner.plans[seg.plan].fix
     if fix in LOADER_FIXES:
-        changed = WHAT_CHANGES["loader"].format(settings=describe(seg.settings))
+        changed = WHAT_CHANGES["loader"].format(kind=loader_kind(runner.loader), settings=describe(seg.settings))
     else:
         changed = WHAT_CHANGES[fix]
     stretch = "with the fix applied" if seg.label == "B" else "of the unchanged job between fixed ones"

@@ -36,10 +36,12 @@ WRITE_FIXES = ("logging", "checkpoint")
 MAX_TRIALS = 2  # the top findings with a fix the doctor can apply in-process
 MAX_CANDIDATES = 3
 MIN_CANDIDATE_STEPS = 8  # a worker-count candidate gets at least this many steps
+MAX_EXTRA_PAIRS = 2  # A/B pairs a trial may add while its interval still holds 1.0
+EQUIVALENT = 1.05  # an interval inside 1/1.05-1.05x has decided "no difference": no gain worth a change
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
-    "loader": "batches come from a new DataLoader over the same dataset and sampler with {settings}: the data "
+    "loader": "batches come from a new {kind} over the same dataset and sampler with {settings}: the data "
     "order within the epoch continues from the sampler, not from where the old loader stood",
     "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
     "lines reach their files and the disk a little later, in the same order",
@@ -125,6 +127,11 @@ def plan_trials(
     return plans
 
 
+def loader_kind(loader: Any) -> str:
+    """The class a loader trial rebuilds (``apply.loader.rebuild_loader`` keeps a StatefulDataLoader's own)."""
+    return type(loader).__name__ if loader is not None else "DataLoader"
+
+
 def describe(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
@@ -138,6 +145,7 @@ class _Segment:
     durations: list[float] = field(default_factory=list)
     startup_s: float | None = None
     done: bool = False
+    round: str = ""  # a loader trial's "select" or "measure" round (TrialSegment.round)
 
 
 class TrialRunner:
@@ -150,22 +158,24 @@ class TrialRunner:
         self.segments: list[_Segment] = []
         self.current = -1
         self.loader: Any = None  # the training DataLoader as the script made it
-        self.baseline: list[float] = []  # observed step durations (warm-up left out)
         self._trial_iter: Any = None
         self._fix: Any = None  # the installed BackgroundWrites / BackgroundSaves of a B stretch
         self._fix_counts: dict[int, list[str]] = {}
         self._snapshot: Any = None  # the checkpoint copy of the last B stretch, whose memory the next reuses
         self._startup_pending = False
+        self._trial_kind: str | None = None  # the class of the last loader a loader trial built
         self.active = False
         # Saves a B stretch wrote in the background that failed and were never raised to the script:
         # the script believes them on disk, so the doctor's exit code must not say success.
         self.lost_saves: list[str] = []
+        self._extended: dict[int, int] = {}  # plan -> A/B pairs added because the interval held 1.0
+        self._a_skip = 1  # steps an unchanged stretch leaves out: the script's workers' ready batches
 
     # -- planning ---------------------------------------------------------------------------
-    def begin(self, plans: list[PlannedTrial], loader: Any, baseline: list[float], first_step: int = 0) -> bool:
+    def begin(self, plans: list[PlannedTrial], loader: Any, first_step: int = 0) -> bool:
         """Lay out the segments and start the first (``first_step``: the index the trial's first step
         will have in the record); False when there is nothing to try."""
-        self.plans, self.loader, self.baseline = plans, loader, baseline
+        self.plans, self.loader = plans, loader
         steps = self.info.steps_requested
         for i, plan in enumerate(plans):
             at = first_step + sum(s.steps for s in self.segments)
@@ -173,13 +183,13 @@ class TrialRunner:
                 if loader is None:
                     self.info.note = _join(self.info.note, f"{plan.fix}: the training DataLoader object was not seen")
                     continue
-                each = max(MIN_CANDIDATE_STEPS, steps // len(plan.candidates))
-                self.segments += [
-                    # As many rated steps as the steps left out, at the least: a loader whose workers
-                    # wait on reads delivers in waves of one batch per worker, and a rate needs several.
-                    _Segment(i, "B", max(each, 2 * trial_stats.loader_skip(c) + 2), c)
-                    for c in plan.candidates
-                ]
+                self._a_skip = trial_stats.loader_skip(
+                    {
+                        "num_workers": getattr(loader, "num_workers", 0),
+                        "prefetch_factor": getattr(loader, "prefetch_factor", None),
+                    }
+                )
+                self.segments += self._loader_layout(i, plan, steps)
             else:
                 lead = (plan.last_save + 1 - at) % plan.period if plan.period else 0
                 schedule = trial_stats.ab_schedule(steps, period=plan.period, lead=lead)
@@ -191,6 +201,81 @@ class TrialRunner:
         self._start(0)
         return True
 
+    def _loader_layout(self, index: int, plan: PlannedTrial, steps: int) -> list[_Segment]:
+        """``A C1 C2 C3`` to choose (the unchanged loader and each candidate once, side by side in
+        time), then ``A B A B`` of the chosen one on fresh stretches: the figure. A figure taken from
+        the stretch that won the choice would be the best of several noisy rates, biased upward (the
+        winner's curse); a single candidate skips the choice."""
+        out: list[_Segment] = []
+        if len(plan.candidates) > 1:
+            each = max(MIN_CANDIDATE_STEPS, steps // (len(plan.candidates) + 1))
+            out.append(_Segment(index, "A", self._loader_steps(each, None), round="select"))
+            out += [_Segment(index, "B", self._loader_steps(each, c), c, round="select") for c in plan.candidates]
+        chosen = plan.candidates[0] if len(plan.candidates) == 1 else None
+        each = max(MIN_CANDIDATE_STEPS, steps // 4)
+        for label in "ABAB":
+            settings = chosen if label == "B" and chosen else {}
+            out.append(
+                _Segment(index, label, self._loader_steps(each, settings or None), dict(settings), round="measure")
+            )
+        return out
+
+    def _loader_steps(self, each: int, settings: dict[str, Any] | None) -> int:
+        """A loader stretch holds as many rated steps as it leaves out, at the least: a loader whose
+        workers wait on reads delivers in waves of one batch per worker, and a rate needs several."""
+        skip = trial_stats.loader_skip(settings) if settings else self._a_skip
+        return max(each, 2 * skip + 2)
+
+    def _choose(self, index: int) -> None:
+        """The choice round of plan ``index`` ended: its fastest candidate fills the measuring stretches
+        (none rated: they are dropped, and the trial says so)."""
+        plan = self.plans[index]
+        rated = [
+            s for s in self.segments if s.plan == index and s.round == "select" and s.label == "B" and self._rate(s)
+        ]
+        waiting = [s for s in self.segments if s.plan == index and s.round == "measure" and not s.durations]
+        if not rated:
+            self.segments = [s for s in self.segments if s not in waiting]
+            return
+        best = max(rated, key=lambda s: self._rate(s) or 0.0)
+        each = max(MIN_CANDIDATE_STEPS, self.info.steps_requested // 4)
+        for seg in waiting:
+            if seg.label == "B":
+                seg.settings = dict(best.settings)
+                seg.steps = self._loader_steps(each, seg.settings)
+        self.say(
+            f"{plan.fix}: chose {describe(best.settings)}; measuring it against the unchanged loader on fresh stretches"
+        )
+
+    def _maybe_extend(self, index: int) -> None:
+        """Plan ``index``'s last stretch ended: while its interval holds 1.0 and reaches past ±5% (no
+        answer yet), one more A/B pair, up to ``MAX_EXTRA_PAIRS``; "faster", "slower" and "no
+        difference" are all answers."""
+        if self._extended.get(index, 0) >= MAX_EXTRA_PAIRS:
+            return
+        plan = self.plans[index]
+        segs = [s for s in self.segments if s.plan == index and s.durations and s.label in ("A", "B")]
+        measure = [s for s in segs if s.round in ("", "measure")]
+        m = trial_stats.alternating([(s.label, s.durations) for s in measure], [self._skip(s) for s in measure])
+        if m.speedup is None or m.spread is None or m.spread[0] > 1.0 or m.spread[1] < 1.0:
+            return  # decided: faster, or slower
+        if 1 / EQUIVALENT <= m.spread[0] and m.spread[1] <= EQUIVALENT:
+            return  # decided: no difference worth a change
+        last_a = next(s for s in reversed(measure) if s.label == "A")
+        last_b = next((s for s in reversed(measure) if s.label == "B"), None)
+        if last_b is None:
+            return
+        self._extended[index] = self._extended.get(index, 0) + 1
+        pair = [
+            _Segment(index, "A", last_a.steps, round=last_a.round),
+            _Segment(index, "B", last_b.steps, dict(last_b.settings), round=last_b.round),
+        ]
+        self.segments[self.current + 1 : self.current + 1] = pair
+        self.say(
+            f"{plan.fix}: {m.speedup:.2f}× so far ({m.spread[0]:.2f}–{m.spread[1]:.2f}, holding 1.0): "
+            f"{sum(p.steps for p in pair)} more steps to decide"
+        )
+
     def _announce(self) -> None:
         parts = []
         for i, plan in enumerate(self.plans):
@@ -198,7 +283,7 @@ class TrialRunner:
                 continue
             if plan.fix in LOADER_FIXES:
                 tried = " or ".join(describe(c) for c in plan.candidates)
-                parts.append(WHAT_CHANGES["loader"].format(settings=tried))
+                parts.append(WHAT_CHANGES["loader"].format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
         total = sum(s.steps for s in self.segments)
@@ -229,6 +314,7 @@ class TrialRunner:
             self._startup_pending = True
             with _quiet_worker_count():
                 self._trial_loader = rebuild_loader(self.loader, seg.settings)
+            self._trial_kind = type(self._trial_loader).__name__
             self._trial_iter = None  # made at the first fetch, so its start-up is timed there
         elif fix == "logging":
             from supplyline.apply.writes import BackgroundWrites
@@ -286,6 +372,11 @@ class TrialRunner:
         if len(seg.durations) < seg.steps:
             return False
         self._end_segment()
+        nxt = self.segments[self.current + 1] if self.current + 1 < len(self.segments) else None
+        if seg.round == "select" and (nxt is None or nxt.round != "select" or nxt.plan != seg.plan):
+            self._choose(seg.plan)
+        elif seg.label == "B" and (nxt is None or nxt.plan != seg.plan):
+            self._maybe_extend(seg.plan)
         if self.current + 1 < len(self.segments):
             self._start(self.current + 1)
             return False
@@ -304,6 +395,16 @@ class TrialRunner:
                 seg.startup_s = time.perf_counter() - t
             return batch
         return original(self._trial_iter)
+
+    def _skip(self, seg: _Segment) -> int:
+        """Steps a segment leaves out of its rate: a loader's ready batches (the rebuilt one's, or the
+        script's workers' after a pause), else its first step (the switch)."""
+        if self.plans[seg.plan].fix not in LOADER_FIXES:
+            return 1
+        return trial_stats.loader_skip(seg.settings) if seg.label == "B" else self._a_skip
+
+    def _rate(self, seg: _Segment) -> float | None:
+        return trial_stats.segment_rate(seg.durations, self._skip(seg))
 
     # -- results ----------------------------------------------------------------------------
     def finish(self, note: str = "") -> None:
@@ -324,30 +425,49 @@ class TrialRunner:
                 self.info.trials.append(self._result(i, plan, segs))
 
     def _result(self, index: int, plan: PlannedTrial, segs: list[_Segment]) -> TrialRecord:
-        records = [TrialSegment(s.label, len(s.durations), _rate(plan, s), s.settings, s.startup_s) for s in segs]
+        records = [
+            TrialSegment(s.label, len(s.durations), self._rate(s), s.settings, s.startup_s, s.round) for s in segs
+        ]
         if plan.fix in LOADER_FIXES:
-            rated = [s for s in segs if _rate(plan, s)]
-            if not rated:
-                return TrialRecord(plan.fix, {}, plan.predicted, None, None, None, segments=records, note=_short(segs))
-            best = max(rated, key=lambda s: _rate(plan, s) or 0.0)
-            m = trial_stats.against_baseline(self.baseline, best.durations[_skip(plan, best) :])
-            note = ""
-            if len(rated) > 1:
-                note = "fastest of " + ", ".join(
-                    f"num_workers={s.settings.get('num_workers')} ({_rate(plan, s) or 0:.1f} steps/s)" for s in rated
+            measure = [s for s in segs if s.round == "measure"]
+            m = trial_stats.alternating([(s.label, s.durations) for s in measure], [self._skip(s) for s in measure])
+            chosen = next((s for s in measure if s.label == "B" and s.settings), None)
+            if m.speedup is None or chosen is None:
+                why = (
+                    "the job ended before the chosen loader was measured on fresh stretches"
+                    if measure
+                    else _short(segs)
                 )
+                return TrialRecord(plan.fix, {}, plan.predicted, None, None, None, segments=records, note=why)
+            select = [s for s in segs if s.round == "select"]
+            note = ""
+            if len(select) > 1:
+                unchanged = next((self._rate(s) for s in select if s.label == "A"), None)
+                note = (
+                    "chosen from "
+                    + ", ".join(
+                        f"num_workers={s.settings.get('num_workers')} ({self._rate(s) or 0:.1f} steps/s)"
+                        for s in select
+                        if s.label == "B"
+                    )
+                    + (f" against {unchanged:.1f} unchanged" if unchanged else "")
+                    + "; measured on fresh stretches"
+                )
+            b_steps = sum(len(s.durations) for s in measure if s.label == "B")
+            startups = [s.startup_s for s in measure if s.label == "B" and s.startup_s is not None]
             return TrialRecord(
                 plan.fix,
-                best.settings,
+                chosen.settings,
                 plan.predicted,
                 m.baseline_steps_per_s,
                 m.trial_steps_per_s,
                 m.speedup,
                 list(m.spread) if m.spread else [],
-                len(best.durations),
-                best.startup_s,
+                b_steps,
+                sum(startups) / len(startups) if startups else None,
                 records,
                 note,
+                self._trial_kind,
             )
         # The lead only aligns the stretches with the saves: neither a result nor a rate.
         segs = [s for s in segs if s.label != trial_stats.LEAD]
@@ -369,15 +489,6 @@ class TrialRunner:
             records,
             note,
         )
-
-
-def _skip(plan: PlannedTrial, seg: _Segment) -> int:
-    """Steps a segment leaves out of its rate: a new loader's ready batches, else its first step."""
-    return trial_stats.loader_skip(seg.settings) if plan.fix in LOADER_FIXES else 1
-
-
-def _rate(plan: PlannedTrial, seg: _Segment) -> float | None:
-    return trial_stats.segment_rate(seg.durations, _skip(plan, seg))
 
 
 def _short(segs: list[_Segment]) -> str:

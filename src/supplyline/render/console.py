@@ -124,7 +124,7 @@ def _trials(c: Console, report: Report) -> None:
         if not t.quote:
             c.print(f"\n[bold]Fix trial[/] ({t.fix}): no measurement ({escape(t.note or 'too few steps')})")
             continue
-        spread = f" · spread {t.spread[0]:.2f}–{t.spread[1]:.2f}×" if len(t.spread) == 2 else ""
+        spread = f" · 95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×" if len(t.spread) == 2 else ""
         rates = (
             f" · {t.baseline_steps_per_s:.1f} → {t.trial_steps_per_s:.1f} steps/s"
             if t.baseline_steps_per_s and t.trial_steps_per_s
@@ -142,7 +142,7 @@ def _loader(c: Console, report: Report) -> None:
         return
     first = d.time_to_first_batch_s
     c.print(
-        f"\n[bold]DataLoader[/] batch_size={d.batch_size} num_workers={d.num_workers} "
+        f"\n[bold]{escape(d.loader_type)}[/] batch_size={d.batch_size} num_workers={d.num_workers} "
         f"pin_memory={d.pin_memory} prefetch_factor={d.prefetch_factor} "
         f"persistent_workers={d.persistent_workers}"
         + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")

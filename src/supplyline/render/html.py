@@ -198,6 +198,7 @@ def _dataloader(report: Report) -> str:
         for k, v in (rec or {}).items()
     )
     facts = [
+        f"loader {d.loader_type}",
         f"dataset {d.dataset_type}" + (f" of {d.dataset_len} items" if d.dataset_len else ""),
     ]
     if d.stall != "none":  # no stall word when the step did not wait on data

@@ -1,0 +1,106 @@
+"""Loaders beyond torch's DataLoader: `supplyline run --apply` against the unchanged planted job and
+against the same setting written by hand, alternating.
+
+    PYTHONPATH=src python benchmarks/loaders.py [--steps 200] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --hook-cost
+
+
+The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
+per sample, 16 samples a batch, ``num_workers=0``) prints its own steps/s from its second step to
+its last, so every arm is timed by the same code and start-up is left out. Runs alternate (plain,
+run --apply, by hand, plain, ...) so drift on a shared machine hits every arm alike; each result is
+the ratio of medians to the plain arm with the min-max spread of the per-round ratios. The load
+average is printed beside it: on a crowded host the workers compete with other jobs.
+
+``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
+fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
+hook (StatefulDataLoader: the thread marked inside it), each against the timed body alone,
+alternating, median and range of 7 rounds of 200k calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+from run_apply import rate  # the same "rate N steps/s" reader (the script's own folder is on sys.path)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "stateful_starved.py")
+SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
+
+
+def hook_cost(rounds: int = 7, calls: int = 200_000) -> None:
+    from supplyline.collect.steps import StepClock
+    from supplyline.collect.torch_hooks import Controller, TorchHooks
+
+    class Iterator:  # what the hook reads of a DataLoader iterator
+        _num_yielded = 1
+        _supplyline_loader_id = 1
+        _dataset = None
+
+    def fetch(it: Any) -> int:
+        return 0
+
+    hooks = TorchHooks(StepClock(), Controller())
+    bare = hooks._timed_next(fetch, nested_passes=False)
+    it = Iterator()
+
+    def per_call_ns(f: Any) -> float:
+        t = time.perf_counter()
+        for _ in range(calls):
+            f(it)
+        return (time.perf_counter() - t) / calls * 1e9
+
+    for name, hooked in (("base hook", hooks._wrap_next(fetch)), ("override hook", hooks._wrap_override_next(fetch))):
+        deltas, body = [], []
+        for _ in range(rounds):
+            body.append(per_call_ns(bare))
+            deltas.append(per_call_ns(hooked) - body[-1])
+        print(
+            f"{name}: +{statistics.median(deltas):.0f} ns a fetch (range {min(deltas):.0f} to {max(deltas):.0f}) "
+            f"over the timed body's {statistics.median(body):.0f} ns"
+        )
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--hook-cost", action="store_true", help="the nesting guard's cost per fetch, in-process")
+    args = parser.parse_args()
+    if args.hook_cost:
+        hook_cost()
+        return
+    spec = SPEC.format(n=args.workers)
+    arms = {
+        "unchanged": [sys.executable, JOB, str(args.steps)],
+        f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, JOB, str(args.steps)],
+        "by hand": [sys.executable, JOB, str(args.steps), "--workers", str(args.workers)],
+    }
+    rates: dict[str, list[float]] = {name: [] for name in arms}
+    for i in range(args.repeats):
+        for name, command in arms.items():
+            rates[name].append(rate(command))
+        print(f"round {i + 1}: " + ", ".join(f"{name} {r[-1]:.1f}" for name, r in rates.items()) + " steps/s")
+    plain = rates["unchanged"]
+    for name, r in rates.items():
+        line = f"{name}: median {statistics.median(r):.1f} steps/s (range {min(r):.1f}-{max(r):.1f})"
+        if r is not plain:
+            ratios = [a / p for p, a in zip(plain, r)]
+            line += (
+                f"; {statistics.median(r) / statistics.median(plain):.2f}x the unchanged job "
+                f"(per-round ratios {min(ratios):.2f}-{max(ratios):.2f}, {args.repeats} alternating rounds)"
+            )
+        print(line)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
