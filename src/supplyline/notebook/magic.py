@@ -21,15 +21,19 @@ from supplyline.doctor.watch import Diagnosis, default_name, watch
 from supplyline.errors import UserError
 from supplyline.render.notebook import show_inline
 
-# Doctor options that have no meaning for a cell: (argparse dest, the option as typed).
-NOT_FOR_A_CELL = (
-    ("target", "a script"),
-    ("module_args", "-m"),
-    ("nproc_per_node", "--nproc-per-node"),
-    ("rdzv_endpoint", "--rdzv-endpoint"),
-    ("node_rank", "--node-rank"),
-    ("live", "--live"),
-)
+# Doctor options that have no meaning for a cell (argparse dest -> the option as typed): hidden
+# from the magic's --help, and refused in one line when given.
+NOT_FOR_A_CELL = {
+    "target": "a script",
+    "module_args": "-m",
+    "nproc_per_node": "--nproc-per-node",
+    "nnodes": "--nnodes",
+    "node_rank": "--node-rank",
+    "rdzv_endpoint": "--rdzv-endpoint",
+    "rdzv_backend": "--rdzv-backend",
+    "rdzv_id": "--rdzv-id",
+    "live": "--live",
+}
 
 
 class _HelpShown(Exception):
@@ -54,6 +58,9 @@ def options_parser() -> argparse.ArgumentParser:
         description="Diagnose this cell as `supplyline doctor` diagnoses a script; the report shows inline.",
     )
     doctor.add_arguments(p)
+    for action in p._actions:  # argparse keeps no public list of a parser's options
+        if action.dest in NOT_FOR_A_CELL:
+            action.help = argparse.SUPPRESS
     return p
 
 
@@ -63,13 +70,16 @@ def parse_options(line: str) -> argparse.Namespace | None:
         words = shlex.split(line)
     except ValueError as exc:  # an unclosed quote
         raise UserError(f"%%supplyline: {exc}") from None
+    parser = options_parser()
     try:
-        args = options_parser().parse_args(words)
+        args = parser.parse_args(words)
     except _HelpShown:
         return None
-    for dest, option in NOT_FOR_A_CELL:
-        value = getattr(args, dest)
-        if value not in (None, False, []) or (dest == "module_args" and value is not None):
+    for action in parser._actions:
+        option = NOT_FOR_A_CELL.get(action.dest)
+        value = getattr(args, action.dest, None)
+        given = value is not None if action.dest == "module_args" else value not in (action.default, [])
+        if option is not None and given:
             raise UserError(
                 f"%%supplyline diagnoses the cell itself: {option} does not apply here "
                 "(for a script, run `!supplyline doctor SCRIPT.py` in a cell)"
