@@ -12,7 +12,14 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # pragma: no cover
     from supplyline.collect.sampler import Monitor as Monitor
 
-__all__ = ["Monitor", "__version__", "watch"]
+__all__ = ["Monitor", "__version__", "load_ipython_extension", "watch"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext supplyline``: registers the ``%%supplyline`` cell magic (docs/notebook.md)."""
+    from supplyline.notebook import register
+
+    register(ipython)
 
 
 def __getattr__(name: str) -> Any:
@@ -22,7 +29,7 @@ def __getattr__(name: str) -> Any:
 
         return Monitor
     if name == "watch":
-        from supplyline.doctor.session import watch
+        from supplyline.doctor.watch import watch
 
         return watch
     raise AttributeError(f"module 'supplyline' has no attribute {name!r}")

@@ -88,12 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from supplyline.launch import parse_target
 
-    for name in ("steps", "what_if_steps", "try_steps"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
-    if args.seconds is not None and args.seconds <= 0:
-        raise UserError("--seconds must be greater than 0")
+    check_limits(args)
     if args.module_args:
         target = parse_target(args.module_args[1:], module=args.module_args[0])
     elif args.module_args is not None:
@@ -101,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         target = parse_target(args.target)
     out_dir = os.path.abspath(args.out)
-    _check_writable(out_dir)
+    check_writable(out_dir)
     if args.nproc_per_node is not None:
         from supplyline.doctor.launcher import launch_ranks
 
@@ -114,7 +109,17 @@ def run(args: argparse.Namespace) -> int:
     return _diagnose(target, out_dir, args, rank)
 
 
-def _check_writable(out_dir: str) -> None:
+def check_limits(args: argparse.Namespace) -> None:
+    """The step and time limits, checked the same way for the CLI and the notebook magic."""
+    for name in ("steps", "what_if_steps", "try_steps"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.seconds is not None and args.seconds <= 0:
+        raise UserError("--seconds must be greater than 0")
+
+
+def check_writable(out_dir: str) -> None:
     try:
         os.makedirs(out_dir, exist_ok=True)
     except OSError as exc:
