@@ -1,20 +1,22 @@
 """How close the doctor's prediction and its fix trial come to the truth, on planted jobs.
 
-    PYTHONPATH=src python benchmarks/prediction_accuracy.py [--repeats 3] [--steps 60] [--only NAME]
+    PYTHONPATH=src python benchmarks/prediction_accuracy.py [--repeats 5] [--steps 60] [--only NAME]
 
-For each planted job (written out below as a real script):
+For each planted job (written out below as a real script), ``--repeats`` rounds of:
 
-- the doctor runs it unchanged (``--steps 30 --what-if-steps 10 --try-steps 30``) and gives its top
-  finding's predicted speed-up and its trial's measured one, with the settings the trial kept;
-- the truth is plain ``python job.py``: the original against a copy with the fix applied by
-  editing the script (the DataLoader settings the doctor recommended and, when its trial kept
-  other ones, those too; or the background writer / saver installed at the top), alternating
-  runs, ``--repeats`` each. Each run reports its own steps/s from its second step on (start-up
-  left out, as the trial does).
+- the doctor on the job unchanged (``--steps 30 --what-if-steps 10 --try-steps 30``): its top
+  finding's predicted speed-up, and its trial's measured one with its interval, its answer
+  (faster / slower / no difference) and the settings it kept;
+- then the truth, plain ``python job.py``, alternating: the original, a copy with the recommended
+  fix applied by editing the script (the DataLoader settings the model recommended (`dataloader_recommended[...].model` beside a trial), or the background writer
+  / saver installed at the top), and, when the trial kept other settings, a copy with those. Each
+  run reports its own steps/s from its second step on (start-up left out, as the trial does).
 
-The table gives each truth (median and range of the per-pair ratios), the prediction (judged
-against the truth of the recommended settings) and the trial (against the truth of the settings
-it kept), each with its error.
+The table gives, per job over the rounds: the truth of the recommended fix (median and range of
+the per-round ratios) and the prediction judged against it; the truth of the kept settings and
+the trial judged against it round by round (median error and worst round); and how many rounds'
+answers agree with the truth's direction (see ``direction_right``). The conv-net jobs are the
+dcgan case: the model's intra-op threads on every core, so a worker takes a core from them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 
 HEAD = """
 import os, sys, time
@@ -71,8 +74,27 @@ def loader(dataset, batch_size, **given):
         settings.pop("persistent_workers", None)
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, **settings)
 
-def train(batches, after_step=lambda step, loss: None):
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+class PrepImage(Dataset):
+    # per-sample CPU work (1 ms) on a 3x32x32 image: the input side of a small conv net
+    def __len__(self):
+        return 100000
+    def __getitem__(self, i):
+        t = time.perf_counter()
+        acc = 0.0
+        while time.perf_counter() - t < 0.001:
+            for k in range(64):
+                acc = acc * 0.5 + k
+        return torch.randn(3, 32, 32), i % 10
+
+def conv_net():
+    return nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10),
+    )
+
+def train(batches, after_step=lambda step, loss: None, model=None):
+    model = model or nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     first = None
     for step, (x, y) in enumerate(batches):
@@ -93,6 +115,16 @@ JOBS: dict[str, tuple[str, str]] = {
     # name: (body, fix kind: loader | writes | saves | none)
     "prep, num_workers=0": ("train(loader(Prep(), 16, num_workers=0))", "loader"),
     "prep, num_workers=1": ("train(loader(Prep(), 16, num_workers=1))", "loader"),
+    # The dcgan case: the model's own intra-op threads on every core, beside per-sample CPU work;
+    # a worker takes a core from the model's threads.
+    "conv net on all cores, num_workers=0": (
+        "torch.set_num_threads(os.cpu_count())\ntrain(loader(PrepImage(), 16, num_workers=0), model=conv_net())",
+        "loader",
+    ),
+    "conv net on all cores, num_workers=1": (
+        "torch.set_num_threads(os.cpu_count())\ntrain(loader(PrepImage(), 16, num_workers=1), model=conv_net())",
+        "loader",
+    ),
     "storage latency, 2 workers": ("train(loader(Slow(), 8, num_workers=2))", "loader"),
     "log + fsync 20x a step": (
         """
@@ -147,61 +179,114 @@ def doctor(script: str, out: str, env: dict[str, str]) -> dict:
         return json.load(fh)
 
 
+EQUIVALENT = 1.05  # the trials' own margin: a truth within ±5% of 1.0 is "no difference"
+
+
+def truth_direction(ratios: list[float]) -> str:
+    """The truth's answer from alternating pairs: faster (median past +5%, every pair above 1),
+    slower (past -5%, every pair below 1), or no difference."""
+    med = statistics.median(ratios)
+    if med >= EQUIVALENT and min(ratios) > 1.0:
+        return "faster"
+    if med <= 1 / EQUIVALENT and max(ratios) < 1.0:
+        return "slower"
+    return "no difference"
+
+
+def direction_right(decision: str | None, spread: list[float], truth: list[float]) -> bool:
+    """The trial's answer agrees with the truth: the same direction, or a truth too close to 1.0 to
+    have one (within ±5%) that the trial's interval holds."""
+    if decision is None:
+        return False
+    if decision == truth_direction(truth):
+        return True
+    med = statistics.median(truth)
+    near = 1 / EQUIVALENT < med < EQUIVALENT
+    return near and len(spread) == 2 and spread[0] <= med <= spread[1]
+
+
+def decide(measured: float | None, spread: list[float]) -> str | None:
+    if measured is None:
+        return None
+    if len(spread) == 2:
+        return "faster" if spread[0] > 1.0 else "slower" if spread[1] < 1.0 else "no difference"
+    return "faster" if measured >= EQUIVALENT else "slower" if measured <= 1 / EQUIVALENT else "no difference"
+
+
+def loader_settings(rep: dict) -> tuple[dict, dict]:
+    rec = rep.get("dataloader_recommended") or {}
+    # the settings the prediction is for: the model's own, beside a trial's answer
+    recommended = {
+        k: e.get("model", e["recommended"])
+        for k, e in rec.items()
+        if k != "batch_size" and e.get("model", e["recommended"]) != e["seen"]
+    }
+    trial = rep["trials"][0] if rep["trials"] else None
+    tried = dict(trial["settings"]) if trial and trial["fix"] in ("dataloader", "storage") else {}
+    return recommended, tried
+
+
 def measure(name: str, body: str, kind: str, repeats: int, steps: int, work: str) -> dict:
+    """``repeats`` rounds of: the doctor on the unchanged job (its prediction and its trial), then
+    one alternating truth pair for each fix it named (before, recommended, tried). Each round's
+    trial is judged against the truth of the settings that round's trial kept."""
     script = os.path.join(work, name.split(",")[0].split()[0] + f"_{abs(hash(name)) % 1000}.py")
     with open(script, "w", encoding="utf-8") as fh:
         fh.write(HEAD + textwrap.dedent(body))
     env = {**os.environ, "BENCH_OUT": work}
-    rep = doctor(script, os.path.join(work, "report-" + os.path.basename(script)), env)
-    top = rep["findings"][0] if rep["findings"] else None
-    trial = rep["trials"][0] if rep["trials"] else None
-    recommended: dict = {}
-    tried: dict = {}
-    if kind == "loader":
-        rec = rep.get("dataloader_recommended") or {}
-        recommended = {
-            k: e["recommended"] for k, e in rec.items() if k != "batch_size" and e["recommended"] != e["seen"]
-        }
-        if trial and trial["fix"] in ("dataloader", "storage"):
-            tried = dict(trial["settings"])
     fix = {"loader": "", "writes": "writes", "saves": "saves"}.get(kind, "")
-    # The prediction is for the recommended settings, the trial's for the ones it kept (the fastest it
-    # tried): each is judged against the truth of its own settings, measured in the same alternation.
-    variants = {"recommended": recommended or None, "tried": tried or None} if kind == "loader" else {"fix": {}}
-    variants = {variant: v for variant, v in variants.items() if v is not None}
-    if kind == "loader" and variants.get("tried") == variants.get("recommended"):
-        variants.pop("tried")
-    ratios: dict[str, list[float]] = {variant: [] for variant in variants}
-    for _ in range(repeats):  # alternating: before, each fix, before, each fix...
-        before = run_rate(script, [str(steps)], env)
-        for variant, settings in variants.items():
-            # the healthy job has no fix: its "after" is the unchanged script again (the run-to-run noise)
-            ratios[variant].append(run_rate(script, [str(steps), repr(settings), fix], env) / before)
-    pred_ratios = ratios.get("recommended", ratios.get("fix", [1.0]))
-    trial_ratios = ratios.get("tried", pred_ratios)
-    return {
-        "job": name,
-        "truth": statistics.median(pred_ratios),
-        "truth_range": (min(pred_ratios), max(pred_ratios)),
-        "trial_truth": statistics.median(trial_ratios),
-        "trial_truth_range": (min(trial_ratios), max(trial_ratios)),
-        "finding": top["check"] if top else "-",
-        "predicted": top["expected_speedup"] if top and top["expected_speedup"] else 1.0,
-        "trial": trial["measured_speedup"] if trial else None,
-        "trial_spread": trial["spread"] if trial else [],
-        "settings": recommended or ({"fix": kind} if kind not in ("loader", "none") else {}),
-        "tried": tried,
-        "verdict": rep["verdict"]["sentence"],
-    }
+    rounds = []
+    for r in range(repeats):
+        rep = doctor(script, os.path.join(work, f"report-{r}-" + os.path.basename(script)), env)
+        top = rep["findings"][0] if rep["findings"] else None
+        trial = rep["trials"][0] if rep["trials"] else None
+        recommended, tried = loader_settings(rep) if kind == "loader" else ({}, {})
+        # The prediction is for the recommended settings, the trial's for the ones it kept; a
+        # recommendation of "no change" is the unchanged script again (its truth: run-to-run noise).
+        variants: dict[str, dict] = (
+            {"recommended": recommended, "tried": tried} if kind == "loader" else {"recommended": {}}
+        )
+        if kind == "loader" and (not tried or tried == recommended):
+            variants.pop("tried")
+        time.sleep(1.0)  # let the doctor's processes end before timing
+        # Mirrored order (unchanged, fixes..., fixes reversed, unchanged): a drift of the machine
+        # across the round touches every variant alike.
+        order = [("unchanged", {}), *variants.items()]
+        rates: dict[str, list[float]] = {v: [] for v, _ in order}
+        for variant, settings in order + order[::-1]:
+            rates[variant].append(
+                run_rate(script, [str(steps), repr(settings), fix if variant != "unchanged" else ""], env)
+            )
+        before = statistics.mean(rates["unchanged"])
+        truth = {v: statistics.mean(rates[v]) / before for v in variants}
+        spread = trial["spread"] if trial else []
+        rounds.append(
+            {
+                "finding": top["check"] if top else "-",
+                "predicted": top["expected_speedup"] if top and top["expected_speedup"] else 1.0,
+                "truth": truth["recommended"],
+                "trial": trial["measured_speedup"] if trial else None,
+                "trial_spread": spread,
+                "trial_decision": decide(trial["measured_speedup"], spread) if trial else None,
+                "trial_truth": truth.get("tried", truth["recommended"]),
+                "recommended": recommended or ({"fix": kind} if kind not in ("loader", "none") else {}),
+                "tried": tried,
+            }
+        )
+    return {"job": name, "rounds": rounds}
 
 
 def err(value: float | None, truth: float) -> float | None:
     return None if value is None else value / truth - 1.0
 
 
+def settings_text(d: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "no change"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--only", default=None)
     args = ap.parse_args()
@@ -212,35 +297,57 @@ def main() -> None:
                 continue
             rows.append(measure(name, body, kind, args.repeats, args.steps, work))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.repeats} rounds a job")
     print(
-        "| job | finding | truth, recommended (range) | predicted (err) | truth, tried (range) | trial (spread; err) | fix |"
+        "| job | finding | truth, recommended: median (range) | predicted: median (err) | truth, kept (range) "
+        "| trial: median (err median; worst) | direction right | settings |"
     )
-    print("|---|---|---|---|---|---|---|")
-    trial_errs, pred_errs = [], []
-    for r in rows:
-        pe, te = err(r["predicted"], r["truth"]), err(r["trial"], r["trial_truth"])
-        pred_errs.append(abs(pe))
-        trial = "no trial"
-        if r["trial"] is not None:
-            trial_errs.append(abs(te))
-            spread = f"{r['trial_spread'][0]:.2f}–{r['trial_spread'][1]:.2f}; " if r["trial_spread"] else ""
-            trial = f"{r['trial']:.2f}× ({spread}{te:+.0%})"
-        lo, hi = r["truth_range"]
-        tlo, thi = r["trial_truth_range"]
-        fix = ", ".join(f"{k}={v}" for k, v in r["settings"].items()) or "-"
-        if r["tried"] and r["tried"] != r["settings"]:
-            fix += "; tried " + ", ".join(f"{k}={v}" for k, v in r["tried"].items())
+    print("|---|---|---|---|---|---|---|---|")
+    trial_med, trial_worst, pred_med, wrong = [], [], [], []
+    for row in rows:
+        rs = row["rounds"]
+        truth = [r["truth"] for r in rs]
+        pred = statistics.median(r["predicted"] for r in rs)
+        pe = err(pred, statistics.median(truth))
+        pred_med.append(abs(pe))
+        kept_truth = [r["trial_truth"] for r in rs]
+        trial_text, right_text = "no trial", "-"
+        trials = [r for r in rs if r["trial"] is not None]
+        if trials:
+            errs = [err(r["trial"], r["trial_truth"]) for r in trials]
+            med_err = statistics.median(errs)
+            worst = max(errs, key=abs)
+            trial_med.append(abs(med_err))
+            trial_worst.append(abs(worst))
+            # direction: each round's answer against the truth pairs of every round that kept the same
+            # settings (one pair alone is noisy)
+            right = sum(
+                direction_right(
+                    r["trial_decision"], r["trial_spread"], [q["trial_truth"] for q in rs if q["tried"] == r["tried"]]
+                )
+                for r in trials
+            )
+            if right < len(trials):
+                wrong.append(row["job"])
+            decisions = sorted({r["trial_decision"] for r in trials})
+            trial_text = f"{statistics.median(r['trial'] for r in trials):.2f}× ({med_err:+.0%}; {worst:+.0%})"
+            right_text = f"{right}/{len(trials)} ({', '.join(decisions)}; truth {truth_direction(kept_truth)})"
+        kept = sorted({settings_text(r["tried"]) for r in rs if r["tried"]})
+        settings = "; ".join(sorted({settings_text(r["recommended"]) for r in rs}))
+        if kept:
+            settings += "; kept " + " / ".join(kept)
         print(
-            f"| {r['job']} | {r['finding']} | {r['truth']:.2f}× ({lo:.2f}–{hi:.2f}) | {r['predicted']:.2f}× ({pe:+.0%}) | "
-            f"{r['trial_truth']:.2f}× ({tlo:.2f}–{thi:.2f}) | {trial} | {fix} |"
+            f"| {row['job']} | {'/'.join(sorted({r['finding'] for r in rs}))} | {statistics.median(truth):.2f}× "
+            f"({min(truth):.2f}–{max(truth):.2f}) | {pred:.2f}× ({pe:+.0%}) | {statistics.median(kept_truth):.2f}× "
+            f"({min(kept_truth):.2f}–{max(kept_truth):.2f}) | {trial_text} | {right_text} | {settings} |"
         )
-    if trial_errs:
+    if trial_med:
         print(
-            f"trial error: median {statistics.median(trial_errs):.0%}, worst {max(trial_errs):.0%} (targets 10%, 20%)"
+            f"trial error: median of jobs' medians {statistics.median(trial_med):.0%}, worst job median "
+            f"{max(trial_med):.0%}, worst single round {max(trial_worst):.0%} (targets ±15% median, ±25% worst)"
         )
-    if pred_errs:
-        print(f"prediction error: median {statistics.median(pred_errs):.0%}, worst {max(pred_errs):.0%} (target 15%)")
+    print(f"prediction error: median {statistics.median(pred_med):.0%}, worst {max(pred_med):.0%} (target ±15% median)")
+    print("direction right on every job" if not wrong else f"direction wrong on: {', '.join(wrong)}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """The compare gate on real doctor runs: the same planted job never fails against itself; the job
-made 30% slower (a longer planted sleep per batch) always does, one run a side and pooled.
+made 40% slower (a longer planted sleep per batch) always does, one run a side and pooled.
 
 The planted step is a 30 ms sleep plus a tiny model step. On our shared 2-core machine a thread
 woken from a sleep waits 0-4 ms for a core, so single steps vary by ~10%; the slowed job sleeps
-39 ms, 30% more.
+42 ms, 40% more (the issue's figure: beyond the 10% limit and the 15% run-to-run allowance one run a
+side carries).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from reports_helpers import supplyline  # the CLI runner shared with the report 
 pytestmark = pytest.mark.slow
 
 JOB = os.path.join(os.path.dirname(__file__), "zoo", "steady.py")
-LIMIT = "10"  # --max-slowdown: a 30% planted slowdown is well beyond it, run-to-run drift well within
+LIMIT = "10"  # --max-slowdown: a 40% planted slowdown is well beyond it, run-to-run drift well within
 
 
 def _doctor(out: str, sleep_ms: str) -> str:
@@ -33,8 +34,8 @@ def _doctor(out: str, sleep_ms: str) -> str:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     root = tmp_path_factory.mktemp("gate")
-    same = [_doctor(str(root / f"same{i}"), "30") for i in range(4)]
-    slow = [_doctor(str(root / f"slow{i}"), "39") for i in range(2)]
+    same = [_doctor(str(root / f"same{i}"), "30") for i in range(4)]  # 12 ordered pairs
+    slow = [_doctor(str(root / f"slow{i}"), "42") for i in range(2)]
     return {"same": same, "slow": slow}
 
 
@@ -50,7 +51,7 @@ def test_the_same_job_never_fails_against_itself(runs: dict[str, list[str]]) -> 
         assert rc == 0 and not result["gates"][0]["failed"], result["gates"][0]["text"]
 
 
-def test_the_job_made_30_percent_slower_always_fails(runs: dict[str, list[str]]) -> None:
+def test_the_job_made_40_percent_slower_always_fails(runs: dict[str, list[str]]) -> None:
     for base, new in itertools.product(runs["same"], runs["slow"]):
         rc, result = _compare(base, new)
         gate = result["gates"][0]

@@ -139,7 +139,9 @@ def test_a_30_percent_slowdown_fails_a_10_percent_gate() -> None:
     # Steps spread ±30% (lognormal sigma 0.3): 400 steps a side pin each median to about ±3%.
     for s in range(20):
         # iid synthetic steps have no run-to-run spread to allow for: the within-run rule alone
-        result = stats.compare_step_times(_lognormal(400, seed=s), _lognormal(400, 1.3, seed=500 + s), 10, run_to_run_pct=0)
+        result = stats.compare_step_times(
+            _lognormal(400, seed=s), _lognormal(400, 1.3, seed=500 + s), 10, run_to_run_pct=0
+        )
         assert result.failed and result.significant and result.p_value < stats.ALPHA
         assert result.ratio.low > 1.10 and "slower beyond noise" in result.text
 

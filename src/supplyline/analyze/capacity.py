@@ -6,7 +6,13 @@ The batch rate is the smallest of these caps:
 - ``workers``: each worker makes one batch at a time: ``w / batch_wall_s``;
 - ``trainer``: the training thread consumes one batch per step and also receives it from the
   worker (unpickling, mapping the shared memory, first touch of its pages):
-  ``1 / (step_wall_s + handoff_s)``; named ``handoff`` when receiving is a quarter of that or more;
+  ``1 / (step_wall_s + handoff_s)``; named ``handoff`` when receiving is a quarter of that or more.
+  When the step runs torch's intra-op threads (``step_intra_cpu_s``) and they, the training thread
+  and the workers need more cores than there are, the step runs as if on one core:
+  ``1 / (step_cpu_s + step_intra_cpu_s + handoff_s)`` (named ``threads``). A parallel region waits
+  for its slowest thread, so a thread a worker displaces holds the whole region: a conv net on both
+  of 2 cores with 1 ms of per-sample work ran 1.10-1.12x with a worker, where sharing the cores
+  fairly predicts 1.4x and one core 1.11x (benchmarks/prediction_accuracy.py);
 - ``cores``: every batch costs CPU in a worker, in the training step and in the hand-off, and
   other processes already use some of the cores: ``cores_for_job / cpu_per_batch``, the cores left
   while the host has room, a fair share per runnable thread once it is crowded;
@@ -24,6 +30,9 @@ from dataclasses import dataclass
 from supplyline.units import human_bytes
 
 MIN_FREE_CORES = 0.25
+# The step's intra-op threads count from this many cores on: below it they are mostly idle (a
+# small model's ops too short to split) and a displaced one costs little.
+MIN_INTRA_OP_CORES = 0.25
 HANDOFF_NAMED_SHARE = 0.25  # receiving batches is named as the cap from this share of the trainer's time on
 
 
@@ -37,6 +46,7 @@ class Pipeline:
     step_wall_s: float  # the training step, per batch
     step_cpu_s: float  # CPU seconds the training step burns per batch
     batch_bytes: float = 0.0  # bytes a worker hands to the trainer per batch
+    step_intra_cpu_s: float = 0.0  # CPU seconds per batch torch's intra-op threads add to the step
     handoff_s_per_byte: float = 0.0  # the measured cost of that hand-off on the trainer, per byte
     other_cores_busy: float = 0.0  # cores other processes keep busy meanwhile
     read_bytes_per_batch: float = 0.0  # bytes read from storage per batch
@@ -50,7 +60,7 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class Cap:
-    name: str  # workers | trainer | handoff | cores | disk
+    name: str  # workers | trainer | handoff | threads | cores | disk
     batches_per_s: float
     why: str  # the cap in words: "the 2 cores (the training step uses 0.6 of one)"
 
@@ -66,7 +76,14 @@ def caps(p: Pipeline, workers: int) -> list[Cap]:
         return [Cap("trainer", _per_s(turns), "loading and the training step taking turns on one thread")]
     found = [Cap("workers", workers * _per_s(p.batch_wall_s), f"{workers} worker(s) making one batch at a time")]
     trainer_s = p.step_wall_s + p.handoff_s
-    if p.handoff_s > 0 and p.handoff_s >= HANDOFF_NAMED_SHARE * trainer_s:
+    if oversubscribed(p, workers):
+        serial_s = p.step_cpu_s + p.step_intra_cpu_s + p.handoff_s
+        why = (
+            f"the training step's own threads sharing the {p.cores:g} cores with {workers} worker(s) "
+            f"(the step then runs as on one core: {serial_s * 1e3:.1f} ms a batch)"
+        )
+        found.append(Cap("threads", _per_s(max(serial_s, trainer_s)), why))
+    elif p.handoff_s > 0 and p.handoff_s >= HANDOFF_NAMED_SHARE * trainer_s:
         why = (
             f"handing {human_bytes(p.batch_bytes)} batches to the trainer "
             f"({p.handoff_s * 1e3:.1f} ms each, on top of a {p.step_wall_s * 1e3:.1f} ms step)"
@@ -74,7 +91,7 @@ def caps(p: Pipeline, workers: int) -> list[Cap]:
         found.append(Cap("handoff", _per_s(trainer_s), why))
     else:
         found.append(Cap("trainer", _per_s(trainer_s), f"the training step itself ({trainer_s * 1e3:.1f} ms a batch)"))
-    cpu = p.batch_cpu_s + p.step_cpu_s + p.handoff_s
+    cpu = p.batch_cpu_s + p.step_cpu_s + p.step_intra_cpu_s + p.handoff_s
     free = max(cores_for_job(p.cores, p.other_cores_busy, workers + 1), MIN_FREE_CORES)
     rate = free * _per_s(cpu)
     found.append(Cap("cores", rate, _cores_why(p, rate)))
@@ -82,6 +99,18 @@ def caps(p: Pipeline, workers: int) -> list[Cap]:
         left = max(p.disk_bytes_per_s - p.disk_in_use_bytes_per_s, 0.0)
         found.append(Cap("disk", left / p.read_bytes_per_batch, _disk_why(p)))
     return sorted(found, key=lambda c: c.batches_per_s)
+
+
+def intra_op_cores(p: Pipeline) -> float:
+    """Cores torch's intra-op threads keep busy while the step runs (beyond the training thread)."""
+    return p.step_intra_cpu_s / p.step_wall_s if p.step_wall_s > 0 else 0.0
+
+
+def oversubscribed(p: Pipeline, workers: int) -> bool:
+    """The step's intra-op threads, the training thread and ``workers`` busy workers need more
+    cores than the job has beside other processes."""
+    intra = intra_op_cores(p)
+    return intra >= MIN_INTRA_OP_CORES and workers + 1 + intra > p.cores - p.other_cores_busy
 
 
 def cores_for_job(cores: float, others: float, threads: int) -> float:

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine
-from supplyline.analyze.capacity import Pipeline, batch_rate, explain
+from supplyline.analyze.capacity import Pipeline, batch_rate, explain, intra_op_cores, oversubscribed
 from supplyline.analyze.gpu_idle import GpuIdleResult
 from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
 from supplyline.analyze.speedup import (
@@ -225,12 +225,16 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
     step_cpu = max(sum(cpu) - sum(wait_cpu), 0.0) / len(cpu) / bps if cpu else step_wall
     # A fetch stall leaves workers idle while they wait on reads; a prep stall keeps them on the CPU.
     batch_cpu = 0.1 * batch_wall if ev.supply.stall == "fetch" else batch_wall
+    # What torch's intra-op threads add to each step, per batch (the thread CPU above counts only
+    # the training thread): a conv net on every core then competes with the workers for them.
+    intra = ev.supply.intra_op_cores or 0.0
     return Pipeline(
         cores=record.host.cpu_count,
         batch_wall_s=batch_wall,
         batch_cpu_s=batch_cpu,
         step_wall_s=min(step_wall, batch_wall * 1e3),
         step_cpu_s=min(step_cpu, step_wall),
+        step_intra_cpu_s=intra * b.step_s_mean / bps,
         batch_bytes=float(loader.batch_bytes or 0),
         other_cores_busy=ev.supply.other_cores_busy,
     )
@@ -312,8 +316,6 @@ def input_check(ev: Evidence) -> list[Finding]:
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
     trial = loader_trial(record)
     competing = _competing_threads(ev, suggested)
-    if competing:
-        gain = None  # workers would slow the model's own threads down: no gain is promised
     causes: list[str] = []
     fixes: list[str] = []
     if nw < cores:
@@ -323,11 +325,12 @@ def input_check(ev: Evidence) -> list[Finding]:
             # The trial measured it on this job: its count, its figure; the model's cap would only contradict it.
             fixes.append(_measured_fix(ev, framework, trial, measure))
         else:
+            hint = f" The {competing}." if competing else ""
             fixes.append(
                 f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work "
-                f"then runs in {suggested} processes beside the training step.{cap}{measure}"
+                f"then runs in {suggested} processes beside the training step.{cap}{hint}{measure}"
                 if gain is not None
-                else f"No gain promised from more workers: {competing}.{measure}"
+                else f"No gain promised from more workers: the {competing}.{measure}"
                 if competing
                 else f"No gain expected from more workers: the input side is not what holds the step.{cap}{measure}"
             )
@@ -348,23 +351,20 @@ def input_check(ev: Evidence) -> list[Finding]:
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]
 
 
-COMPETING_INTRA_OP_CORES = 0.5  # the model's own threads keep this much of a core busy, or more
-
-
 def _competing_threads(ev: Evidence, workers: int) -> str:
-    """Why workers would compete with the model's own intra-op threads for the cores, or "".
+    """Why ``workers`` would compete with the model's own intra-op threads for the cores, or "".
 
     On few cores a step that runs torch's intra-op threads (a conv net) slows down when workers
     take cores from it: pytorch/examples dcgan with 3 workers on 2 cores ran 0.84-0.93x where the
-    model had promised 1.2x. Such a gain cannot be told from the per-batch costs: the trial decides."""
-    intra = ev.supply.intra_op_cores
-    cores = ev.record.host.cpu_count
-    if intra is None or intra < COMPETING_INTRA_OP_CORES or 1 + intra + workers + ev.supply.other_cores_busy <= cores:
+    old model had promised 1.2x. The capacity model prices it (the ``threads`` cap); this says why."""
+    p = input_pipeline(ev)
+    if p is None or not oversubscribed(p, workers):
         return ""
+    busy = 1 + intra_op_cores(p)
     return (
-        f"the training step keeps {1 + intra:.1f} of the {cores} cores busy itself (torch's intra-op threads), "
-        f"so {workers} worker(s) would take cores from the model's own threads and can make the step slower; "
-        f"try them with `torch.set_num_threads({max(1, cores - workers)})` and let the doctor's trial measure"
+        f"training step keeps {busy:.1f} of the {p.cores:g} cores busy itself (torch's intra-op threads), "
+        f"so {workers} worker(s) take cores from the model's own threads and can make the step slower; "
+        f"try them with `torch.set_num_threads({max(1, int(p.cores) - workers)})` and let the doctor's trial measure"
     )
 
 

@@ -29,7 +29,9 @@ def recommended_loader(
     input_bound: bool,
     measured: LoaderTrial | None = None,
 ) -> dict[str, dict[str, Any]] | None:
-    """Per setting: ``{"seen": value, "recommended": value, "why": reason}``.
+    """Per setting: ``{"seen": value, "recommended": value, "why": reason}``; after a loader trial
+    the loader's settings also carry ``"model"``, what the model alone recommends (the settings the
+    finding's predicted gain is for).
 
     Settings are only changed when the run showed data wait (``input_bound``); a loader that
     keeps up keeps its settings, except pinning, which only matters with a GPU. A loader trial's
@@ -45,6 +47,8 @@ def recommended_loader(
         rec[key] = {"seen": getattr(loader, key), "recommended": value, "why": why}
 
     if measured is not None and measured.workers is not None:
+        # The model's own answer stays beside the trial's ("model"): what the prediction is for.
+        model = recommended_loader(loader, stall, cores, cuda, input_bound) or {}
         tried = ", ".join(f"{k}={v}" for k, v in measured.settings.items())
         if measured.decision == "faster":
             for key in ("num_workers", "prefetch_factor", "persistent_workers"):
@@ -78,4 +82,8 @@ def recommended_loader(
     else:
         put("pin_memory", loader.pin_memory, "no GPU on this host: pinning has no effect")
     put("batch_size", loader.batch_size, "unchanged (a model choice)")
+    if measured is not None and measured.workers is not None:
+        for key in ("num_workers", "prefetch_factor", "persistent_workers"):
+            if key in model:
+                rec[key]["model"] = model[key]["recommended"]
     return rec

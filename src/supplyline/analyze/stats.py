@@ -193,9 +193,7 @@ def block_bootstrap_medians(
     return out
 
 
-def block_median_interval(
-    steps: StepTimes, confidence: float = CONFIDENCE, resamples: int = RESAMPLES
-) -> Interval:
+def block_median_interval(steps: StepTimes, confidence: float = CONFIDENCE, resamples: int = RESAMPLES) -> Interval:
     """The pooled median of the step times with its block-bootstrap interval (runs, then blocks)."""
     draws = block_bootstrap_medians(steps, resamples)
     estimate = float(np.median(np.concatenate(_as_runs(steps))))

@@ -30,9 +30,7 @@ def prepare_argv(argv: list[str]) -> list[str]:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.usage = (
-        "%(prog)s BASE NEW [options]\n       %(prog)s BASE [BASE...] -- NEW [NEW...] [options]"
-    )
+    p.usage = "%(prog)s BASE NEW [options]\n       %(prog)s BASE [BASE...] -- NEW [NEW...] [options]"
     p.add_argument(
         "runs",
         nargs="+",
@@ -83,9 +81,7 @@ def _sides(runs: list[str], new_side: list[str] | None) -> tuple[list[str], list
     if new_side is not None:
         return runs, new_side
     if len(runs) != 2:
-        raise UserError(
-            f"expected BASE NEW (got {len(runs)} runs); for several runs a side write BASE... -- NEW..."
-        )
+        raise UserError(f"expected BASE NEW (got {len(runs)} runs); for several runs a side write BASE... -- NEW...")
     return [runs[0]], [runs[1]]
 
 
