@@ -33,6 +33,9 @@ MIN_FREE_CORES = 0.25
 # The step's intra-op threads count from this many cores on: below it they are mostly idle (a
 # small model's ops too short to split) and a displaced one costs little.
 MIN_INTRA_OP_CORES = 0.25
+# ... and only where their CPU per batch is this share of a batch's time or more: beside a step of
+# a fraction of a millisecond they cannot hold the rate.
+MIN_INTRA_OP_SHARE = 0.1
 HANDOFF_NAMED_SHARE = 0.25  # receiving batches is named as the cap from this share of the trainer's time on
 
 
@@ -110,7 +113,9 @@ def oversubscribed(p: Pipeline, workers: int) -> bool:
     """The step's intra-op threads, the training thread and ``workers`` busy workers need more
     cores than the job has beside other processes."""
     intra = intra_op_cores(p)
-    return intra >= MIN_INTRA_OP_CORES and workers + 1 + intra > p.cores - p.other_cores_busy
+    if intra < MIN_INTRA_OP_CORES or p.step_intra_cpu_s < MIN_INTRA_OP_SHARE * (p.step_wall_s + p.batch_wall_s):
+        return False
+    return workers + 1 + intra > p.cores - p.other_cores_busy
 
 
 def cores_for_job(cores: float, others: float, threads: int) -> float:

@@ -234,7 +234,9 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
         batch_cpu_s=batch_cpu,
         step_wall_s=min(step_wall, batch_wall * 1e3),
         step_cpu_s=min(step_cpu, step_wall),
-        step_intra_cpu_s=intra * b.step_s_mean / bps,
+        # at most the other cores through the step's own compute: a monitor sample that caught the
+        # workers' start-up in the training process must not read as dozens of busy threads
+        step_intra_cpu_s=min(intra * b.step_s_mean / bps, step_wall * max(record.host.cpu_count - 1, 0)),
         batch_bytes=float(loader.batch_bytes or 0),
         other_cores_busy=ev.supply.other_cores_busy,
     )
