@@ -117,3 +117,13 @@ def test_the_report_says_the_replay_steps_are_real_updates() -> None:
     rep = build_report(record(steps=20, durations=noisy(), data_wait=0.004, whatif=whatif(0.004), whatif_steps=10))
     assert "real optimizer updates" in rep.whatif.label
     assert any("may have logged them as training batches" in n for n in rep.notes)
+
+
+def test_input_bound_never_sits_beside_keeps_up() -> None:
+    # The steps wait on data, but no loader the doctor knows was seen: no finding can name a knob.
+    rec = record(data_wait=0.008, loaders=[])
+    rep = build_report(rec)
+    assert rep.verdict.bound == "input" and not rep.findings
+    assert "keeps up" not in rep.no_findings_sentence and "keeps up" not in console_text(rec)
+    healthy = build_report(record())
+    assert not healthy.findings and "keeps up" in healthy.no_findings_sentence

@@ -230,6 +230,12 @@ class Report:
                 + (" (the job crashed before its first step)" if crashed else "")
                 + ", so nothing about the supply line can be said."
             )
+        if self.verdict.bound == "input":
+            # Never "input-bound" beside "keeps up": the wait was measured, no check could place it.
+            return (
+                "No finding with a fix: the steps wait on their input (see the verdict), but the loader "
+                "they wait on was not one the doctor can judge, so no knob can be named for it."
+            )
         return "No findings: the supply line keeps up."
 
     def to_dict(self) -> dict[str, Any]:
