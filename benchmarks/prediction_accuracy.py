@@ -50,6 +50,8 @@ if FIX == "saves":
 OUT = os.environ.get("BENCH_OUT", ".")
 
 class Prep(Dataset):
+    # per-sample CPU work: 1 ms of Python a sample
+    shape = (64,)
     def __len__(self):
         return 100000
     def __getitem__(self, i):
@@ -58,7 +60,7 @@ class Prep(Dataset):
         while time.perf_counter() - t < 0.001:
             for k in range(64):
                 acc = acc * 0.5 + k
-        return torch.randn(64), i % 10
+        return torch.randn(*self.shape), i % 10
 
 class Slow(Dataset):
     def __len__(self):
@@ -74,17 +76,9 @@ def loader(dataset, batch_size, **given):
         settings.pop("persistent_workers", None)
     return DataLoader(dataset, batch_size=batch_size, shuffle=True, **settings)
 
-class PrepImage(Dataset):
-    # per-sample CPU work (1 ms) on a 3x32x32 image: the input side of a small conv net
-    def __len__(self):
-        return 100000
-    def __getitem__(self, i):
-        t = time.perf_counter()
-        acc = 0.0
-        while time.perf_counter() - t < 0.001:
-            for k in range(64):
-                acc = acc * 0.5 + k
-        return torch.randn(3, 32, 32), i % 10
+class PrepImage(Prep):
+    # the same work on a 3x32x32 image: the input side of a small conv net
+    shape = (3, 32, 32)
 
 def conv_net():
     return nn.Sequential(

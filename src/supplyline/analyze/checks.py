@@ -242,9 +242,8 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
     )
 
 
-def _capacity(ev: Evidence, before: int, after: int) -> tuple[str, float | None]:
+def _capacity(ev: Evidence, p: Pipeline | None, before: int, after: int) -> tuple[str, float | None]:
     """Which resource caps the rate when more workers stop helping, and the model's own gain."""
-    p = input_pipeline(ev)
     if p is None:
         return "", None
     top = max(after, before, 2 * p.cores) * (2 if ev.supply.stall == "fetch" else 1)
@@ -290,9 +289,10 @@ def input_check(ev: Evidence) -> list[Finding]:
     nw = loader.num_workers
     where = _where(loading_lines(b.data_wait_lines, loader.iter_stack))
     framework = _framework(ev)
+    pipeline = input_pipeline(ev)
     if sig.stall == "fetch":
         more = fetch_stall_workers(nw, cores)
-        cap, capacity_gain = _capacity(ev, nw, more)
+        cap, capacity_gain = _capacity(ev, pipeline, nw, more)
         gain = _promise(input_speedup(model, nw, more, scales_past_cores=True), capacity_gain)
         cause = (
             f"storage: workers are idle while the trainer waits, so they wait on reads (fetch stall); {sig.evidence}"
@@ -314,10 +314,10 @@ def input_check(ev: Evidence) -> list[Finding]:
             )
         return [Finding("storage", severity(share), share, f"{base}{where}; cause: {cause}", fix, gain, [cause])]
     suggested = prep_stall_workers(nw, cores)
-    cap, capacity_gain = _capacity(ev, nw, max(suggested, nw))
+    cap, capacity_gain = _capacity(ev, pipeline, nw, max(suggested, nw))
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
     trial = loader_trial(record)
-    competing = _competing_threads(ev, suggested)
+    competing = _competing_threads(pipeline, suggested)
     causes: list[str] = []
     fixes: list[str] = []
     if nw < cores:
@@ -353,13 +353,12 @@ def input_check(ev: Evidence) -> list[Finding]:
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]
 
 
-def _competing_threads(ev: Evidence, workers: int) -> str:
+def _competing_threads(p: Pipeline | None, workers: int) -> str:
     """Why ``workers`` would compete with the model's own intra-op threads for the cores, or "".
 
     On few cores a step that runs torch's intra-op threads (a conv net) slows down when workers
     take cores from it: pytorch/examples dcgan with 3 workers on 2 cores ran 0.84-0.93x where the
     old model had promised 1.2x. The capacity model prices it (the ``threads`` cap); this says why."""
-    p = input_pipeline(ev)
     if p is None or not oversubscribed(p, workers):
         return ""
     busy = 1 + intra_op_cores(p)

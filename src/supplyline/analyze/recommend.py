@@ -42,6 +42,7 @@ def recommended_loader(
         return None
     nw = loader.num_workers
     rec: dict[str, dict[str, Any]] = {}
+    model: dict[str, dict[str, Any]] = {}  # after a trial, the model's own answer beside it
 
     def put(key: str, value: Any, why: str) -> None:
         rec[key] = {"seen": getattr(loader, key), "recommended": value, "why": why}
@@ -82,8 +83,7 @@ def recommended_loader(
     else:
         put("pin_memory", loader.pin_memory, "no GPU on this host: pinning has no effect")
     put("batch_size", loader.batch_size, "unchanged (a model choice)")
-    if measured is not None and measured.workers is not None:
-        for key in ("num_workers", "prefetch_factor", "persistent_workers"):
-            if key in model:
-                rec[key]["model"] = model[key]["recommended"]
+    for key in ("num_workers", "prefetch_factor", "persistent_workers"):
+        if key in model:
+            rec[key]["model"] = model[key]["recommended"]
     return rec

@@ -13,7 +13,7 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -455,39 +455,6 @@ def host_info() -> HostInfo:
         shm_free_bytes=shm,
         platform=f"{platform.system()} {platform.machine()} Python {platform.python_version()}",
     )
-
-
-@contextlib.contextmanager
-def watch(
-    out: str = "supplyline-report",
-    steps: int | None = None,
-    seconds: float | None = None,
-    what_if: bool = True,
-    what_if_steps: int = 20,
-    quiet: bool = False,
-) -> Iterator[DoctorSession]:
-    """Library form of the doctor for notebooks: ``with supplyline.watch() as run: <training loop>``.
-
-    Produces the same record and reports as ``supplyline doctor``. Reaching ``steps``/``seconds``
-    ends the block early (the loop is interrupted and execution resumes after the ``with``).
-    """
-    from supplyline.doctor.output import write_outputs
-
-    target = TargetInfo("library", sys.argv[0] if sys.argv else "", sys.argv[1:], os.getcwd())
-    session = DoctorSession(target, out, steps, seconds, what_if, what_if_steps)
-    session.start()
-    outcome = Outcome(0, "completed")
-    try:
-        yield session
-    except StopTraining:
-        outcome = Outcome(0, "stopped")
-    except BaseException as exc:
-        outcome = Outcome(1, "exception", type(exc).__name__, str(exc))
-        raise
-    finally:
-        record = session.stop(outcome)
-        session.record = record  # type: ignore[attr-defined]
-        write_outputs(record, out, quiet=quiet)
 
 
 def _say_replay_starts(observed: int, replays: int) -> None:

@@ -226,10 +226,9 @@ class TrialRunner:
         return max(each, 2 * (self._own_skip(seg) + self._refill_skip(seg, before)) + 2)
 
     def _queue(self, seg: _Segment) -> int:
-        """Batches the loader of ``seg`` holds ready once its workers have filled their queues."""
-        if seg.label == "B":
-            return trial_stats.loader_skip(seg.settings)
-        return self._a_skip if self._script_workers else 0
+        """Batches the loader of ``seg`` holds ready once its workers have filled their queues: the
+        steps it skips itself, none for an unchanged loader without workers (its skip is the switch)."""
+        return 0 if seg.label != "B" and not self._script_workers else self._own_skip(seg)
 
     def _own_skip(self, seg: _Segment) -> int:
         return trial_stats.loader_skip(seg.settings) if seg.label == "B" else self._a_skip
