@@ -24,7 +24,7 @@ def starved() -> tuple[object, object]:
 
 def text(report: object) -> str:
     buf = io.StringIO()
-    render_summary(report, None, Console(file=buf, width=140, color_system=None))  # type: ignore[arg-type]
+    render_summary(report, None, Console(file=buf, width=140, color_system=None), details=True)  # type: ignore[arg-type]
     return buf.getvalue()
 
 

@@ -15,7 +15,7 @@ from supplyline.render.console import render_summary
 
 def _summary(rec) -> str:
     buffer = io.StringIO()
-    render_summary(build_report(rec), None, Console(file=buffer, width=200, highlight=False))
+    render_summary(build_report(rec), None, Console(file=buffer, width=200, highlight=False), details=True)
     return buffer.getvalue()
 
 

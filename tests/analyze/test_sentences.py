@@ -18,7 +18,7 @@ from supplyline.render.html import build_html
 
 def console_text(rec) -> str:
     buf = io.StringIO()
-    render_summary(build_report(rec), None, Console(file=buf, width=2000, color_system=None))
+    render_summary(build_report(rec), None, Console(file=buf, width=2000, color_system=None), details=True)
     return buf.getvalue()
 
 

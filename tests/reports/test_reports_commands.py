@@ -23,7 +23,10 @@ def _one_line_error(proc, command: str) -> str:
 def test_report_without_flags_prints_the_summary(base_run: str) -> None:
     proc = supplyline(["report", base_run])
     assert proc.returncode == 0, proc.stderr
-    assert "Verdict:" in proc.stderr and "Step time" in proc.stderr
+    assert "Verdict:" in proc.stderr and "Step " in proc.stderr and "Step time" not in proc.stderr
+    assert f"supplyline report {base_run} --details" in proc.stderr  # where the rest is
+    full = supplyline(["report", base_run, "--details"])
+    assert full.returncode == 0 and "Step time" in full.stderr and "What-if" in full.stderr, full.stderr
 
 
 def test_report_rewrites_the_chosen_files(tmp_path, base_run: str) -> None:

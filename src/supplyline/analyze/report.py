@@ -42,6 +42,10 @@ WHATIF_LABEL = (
     "consumer (loader-only); these steps are not part of the observed figures. The replay steps are real "
     "optimizer updates: the script may log them as training batches after the observed ones"
 )
+REPLAY_NOTE = (
+    "the what-if replay steps were real optimizer updates after the observed steps: the script may have "
+    "logged them as training batches"
+)
 # The observed steps' spread quoted beside a what-if claim: the 10th and 90th percentiles.
 SPREAD_Q = (0.10, 0.90)
 
@@ -347,9 +351,15 @@ def _checkpoint_totals(record: RunRecord) -> CheckpointTotals:
 def _sampling(record: RunRecord, b: Breakdown) -> Sampling:
     note = None
     if not b.split_reliable:
+        # Without enough samples the unhooked time is all counted as compute (breakdown.unhooked_split):
+        # say so, so that "other 0.0%" beside it reads as what it is, not as a measured zero.
+        n = b.unhooked_samples
         note = (
-            f"{b.unhooked_share * 100:.0f}% of step time was timed by no hook and is split into compute, logging "
-            f"and other by {share_text(0, b.unhooked_samples, TOO_FEW_ADVICE_DOCTOR)}"
+            f"{b.unhooked_share * 100:.0f}% of step time was timed by no hook and is counted as compute: no stack "
+            f"sample landed in it to split it into compute, logging and other; {TOO_FEW_ADVICE_DOCTOR}"
+            if n == 0
+            else f"{b.unhooked_share * 100:.0f}% of step time was timed by no hook and is split into compute, logging "
+            f"and other by {share_text(0, n, TOO_FEW_ADVICE_DOCTOR)}"
         )
     return Sampling(record.sampler.samples, b.unhooked_samples, b.unhooked_share, b.split_reliable, note)
 
@@ -442,10 +452,7 @@ def _whatif_claim(
 def _notes(record: RunRecord, sig: SupplySignal) -> list[str]:
     notes = list(record.notes)
     if record.whatif.ran:
-        notes.append(
-            "the what-if replay steps were real optimizer updates after the observed steps: the script may have "
-            "logged them as training batches"
-        )
+        notes.append(REPLAY_NOTE)
     if not record.loaders:
         notes.append("no DataLoader was seen: data wait cannot be measured")
     elif sig.loader is None:

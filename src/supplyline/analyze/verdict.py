@@ -25,6 +25,13 @@ MENTION_SHARE = 0.05  # a phase apart (in-loop evaluation) named in the verdict 
 class Verdict:
     bound: P.Bound
     sentence: str
+    # The sentence without the gain of fixing it: the one-screen summary prints the gain on its own
+    # line, beside the prediction ("" when the sentence carries no gain).
+    headline: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.headline or self.sentence
 
 
 def verdict(
@@ -49,11 +56,8 @@ def verdict(
     top = max(P.SUPPLY_SIDE, key=lambda phase: s.get(phase.name, 0.0))
     share = s.get(top.name, 0.0)
     if share >= BOUND_SHARE and top.bound is not None:
-        gain = _gain(findings, measured)
-        return Verdict(
-            top.bound,
-            f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {top.words}{gain}.",
-        )
+        head = f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {top.words}"
+        return Verdict(top.bound, f"{head}{_gain(findings, measured)}.", f"{head}.")
     if s[P.OTHER] >= OTHER_SHARE and s[P.OTHER] > s[P.COMPUTE] and b.split_reliable:
         where = b.top_lines[0] if b.top_lines else None
         at = f", most at {os.path.basename(where.file)}:{where.line} `{where.code}`" if where else ""
@@ -101,11 +105,11 @@ def gpu_verdict(b: Breakdown, findings: list[Finding], g: GpuIdleResult, measure
         gpu_share = sum(g.by_phase.get(p.name, 0.0) for p in blamed) / g.wall_s
         top = max(blamed, key=lambda p: g.by_phase.get(p.name, 0.0))
         cpu_share = sum(s.get(p.name, 0.0) for p in blamed)
-        return Verdict(
-            top.bound or "unknown",
+        head = (
             f"{side.capitalize()}-bound: the GPU sat idle {gpu_share * 100:.0f}% of the time while the training "
-            f"thread was {top.words} (CPU-side: {cpu_share * 100:.0f}% of step time){_gain(findings, measured)}.",
+            f"thread was {top.words} (CPU-side: {cpu_share * 100:.0f}% of step time)"
         )
+        return Verdict(top.bound or "unknown", f"{head}{_gain(findings, measured)}.", f"{head}.")
     own = (g.by_phase.get(P.OTHER, 0.0) + g.by_phase.get(SYNC, 0.0)) / g.wall_s
     if own >= OTHER_SHARE:
         line = max(g.sync_lines.items(), key=lambda kv: kv[1])[0] if g.sync_lines else None

@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--steps", type=int, default=40, help="observed training steps (default: %(default)s)")
     parser.add_argument(
+        "--details", action="store_true", help="print the doctor's full account instead of the one-screen summary"
+    )
+    parser.add_argument(
         "--monitor", action="store_true", help="run the host monitor around the job instead of the doctor"
     )
     parser.add_argument(
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
             str(args.steps),
             "--what-if-steps",
             "10",
+            *(["--details"] if args.details else []),
             BUNDLED_DEMO,
             "--workers",
             "0",

@@ -63,6 +63,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="write the report files but print no summary")
     p.add_argument(
+        "--details",
+        action="store_true",
+        help="print the full account (per-line tables, what-if, trial stretches, every finding and note) "
+        "instead of the one-screen summary",
+    )
+    p.add_argument(
         "--live",
         action="store_true",
         help="show a panel on stderr, refreshed in place while the job runs (step rate, phases, CPU, disk, GPU)",
@@ -245,7 +251,13 @@ def _write(
         from supplyline.doctor.output import write_outputs
 
         record = session.stop(outcome)
-        report = write_outputs(record, out_dir, quiet=args.quiet or rank is not None, failures=session.log_failures)
+        report = write_outputs(
+            record,
+            out_dir,
+            quiet=args.quiet or rank is not None,
+            failures=session.log_failures,
+            details=getattr(args, "details", False),
+        )
         if rank is not None:
             _finish_rank(record, report, rank, root_dir, args.quiet)
         if outcome.reason == "stopped" and session.stop_message:

@@ -18,6 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="write report.json (findings, breakdown, what-if)")
     p.add_argument("--trace", action="store_true", help="write trace.json (Perfetto / chrome://tracing)")
     p.add_argument("--out", metavar="OUT", help="write the files here instead of DIR")
+    p.add_argument("--details", action="store_true", help="print the full account instead of the one-screen summary")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     src_dir = args.dir if os.path.isdir(args.dir) else os.path.dirname(os.path.abspath(args.dir))
     kinds = [k for k in ("json", "trace", "html") if getattr(args, k)]
     if not kinds:
-        render_summary(report, src_dir)
+        render_summary(report, src_dir, details=args.details)
         return 0
     out_dir = args.out or src_dir
     try:

@@ -19,7 +19,7 @@ def _warn(message: str) -> None:
 
 
 def write_outputs(
-    record: RunRecord, out_dir: str, quiet: bool = False, failures: list[str] | None = None
+    record: RunRecord, out_dir: str, quiet: bool = False, failures: list[str] | None = None, details: bool = False
 ) -> Report | None:
     """Save the record first (the source of truth), then everything derived from it.
 
@@ -54,7 +54,7 @@ def write_outputs(
         _warn(f"could not write to {out_dir}: " + "; ".join(failures))
     if not quiet:
         try:
-            render_summary(report, out_dir if saved else None, written=written)
+            render_summary(report, out_dir if saved else None, written=written, details=details)
         except Exception as exc:
             _warn(f"could not print the summary ({type(exc).__name__}: {exc})")
     return report

@@ -272,6 +272,7 @@ class DoctorSession:
                 if plan.fix == "checkpoint":
                     plan.period, plan.last_save = save_period(now.saves)
             loader_object = self.hooks.loader_objects.get(self.clock.train_loader or -1)
+            self.trial.step_s = report.steps.step_ms_median / 1e3
             self._before_trial = (len(self.hooks.saves), self.hooks.logging_calls)
             self.clock.whatif_label = TRIAL_LABEL
             self.ctl.mode = Controller.TRIAL

@@ -41,8 +41,8 @@ EQUIVALENT = 1.05  # an interval inside 1/1.05-1.05x has decided "no difference"
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
-    "loader": "batches come from a new {kind} over the same dataset and sampler with {settings}: the data "
-    "order within the epoch continues from the sampler, not from where the old loader stood",
+    "loader": "a new {kind} over the same dataset and sampler with {settings} (the data order within the "
+    "epoch continues from the sampler)",
     "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
     "lines reach their files and the disk a little later, in the same order",
     "checkpoint": "torch.save is snapshotted on the call and written by a background thread to the same path "
@@ -136,6 +136,22 @@ def describe(settings: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in settings.items())
 
 
+def describe_candidates(candidates: list[dict[str, Any]]) -> str:
+    """``num_workers=2, 1 or 3 (prefetch_factor=4, persistent_workers=True)``: what differs, then
+    what all candidates share, so the announcement fits a line."""
+    if len(candidates) < 2:
+        return describe(candidates[0]) if candidates else ""
+    keys = list(dict.fromkeys(k for c in candidates for k in c))
+    same = [k for k in keys if all(k in c and c[k] == candidates[0][k] for c in candidates)]
+    differ = [k for k in keys if k not in same]
+    words = []
+    for k in differ:
+        values = [str(c.get(k, "unchanged")) for c in candidates]
+        words.append(f"{k}={', '.join(values[:-1])} or {values[-1]}")
+    shared = f" ({describe({k: candidates[0][k] for k in same})})" if same else ""
+    return "; ".join(words) + shared if words else describe(candidates[0])
+
+
 @dataclass
 class _Segment:
     plan: int  # index into the plans
@@ -171,6 +187,7 @@ class TrialRunner:
         self._extended: dict[int, int] = {}  # plan -> A/B pairs added because the interval held 1.0
         self._a_skip = 1  # steps an unchanged stretch leaves out: the script's workers' ready batches
         self._script_workers = 0
+        self.step_s = 0.0  # the observed median step: how long the announced steps will take
 
     # -- planning ---------------------------------------------------------------------------
     def begin(self, plans: list[PlannedTrial], loader: Any, first_step: int = 0) -> bool:
@@ -292,9 +309,11 @@ class TrialRunner:
             _Segment(index, "B", last_b.steps, dict(last_b.settings), round=last_b.round),
         ]
         self.segments[self.current + 1 : self.current + 1] = pair
+        more = sum(p.steps for p in pair)
+        left = f" (~{more * self.step_s:.0f} s)" if self.step_s and more * self.step_s >= 1 else ""
         self.say(
             f"{plan.fix}: {m.speedup:.2f}× so far ({m.spread[0]:.2f}–{m.spread[1]:.2f}, holding 1.0): "
-            f"{sum(p.steps for p in pair)} more steps to decide"
+            f"{more} more steps to decide{left}"
         )
 
     def _announce(self) -> None:
@@ -303,14 +322,15 @@ class TrialRunner:
             if not any(s.plan == i for s in self.segments):
                 continue
             if plan.fix in LOADER_FIXES:
-                tried = " or ".join(describe(c) for c in plan.candidates)
+                tried = describe_candidates(plan.candidates)
                 parts.append(WHAT_CHANGES["loader"].format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
         total = sum(s.steps for s in self.segments)
+        left = f", ~{total * self.step_s:.0f} s" if self.step_s and total * self.step_s >= 1 else ""
         self.say(
-            f"trying the fix on the job for about {total} more steps (real optimizer updates; --no-try skips "
-            "this): " + "; ".join(parts)
+            f"trying the fix on the job for about {total} more steps{left} (real optimizer updates; --no-try "
+            "skips this): " + "; ".join(parts)
         )
 
     # -- segments ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from rich.table import Table
 
 from supplyline import phases as P
 from supplyline.analyze.checks import library_label
+from supplyline.analyze.next_step import next_step
+from supplyline.analyze.report import REPLAY_NOTE
 from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, share_text
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
     from supplyline.analyze.report import Report
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
+QUIET_NOTES = frozenset({REPLAY_NOTE})  # true, and in --details, but they change nothing the user does
 
 
 def _bar(share: float, width: int = 24) -> str:
@@ -32,10 +35,15 @@ def line_share_text(line: SourceLine) -> str:
 
 
 def render_summary(
-    report: Report, out_dir: str | None, console: Console | None = None, written: Sequence[str] | None = None
+    report: Report,
+    out_dir: str | None,
+    console: Console | None = None,
+    written: Sequence[str] | None = None,
+    details: bool = False,
 ) -> None:
     """The summary on the terminal; ``out_dir`` None when no file could be written, ``written`` the
-    files that were (all of them when not given)."""
+    files that were (all of them when not given). One screen by default (the verdict, the one fix,
+    its gain, the step split, the next command); ``details`` adds every table and note."""
     c = console or Console(stderr=True, highlight=False)
     t, o = report.target, report.outcome
     how = o.stop_message or {
@@ -46,6 +54,25 @@ def render_summary(
         "stopped": "stopped",
     }.get(o.reason, o.reason)
     c.rule(f"[bold]supplyline doctor[/] — {escape(os.path.basename(t.name))} ({escape(how)})")
+    if details:
+        _details(c, report)
+    else:
+        _one_screen(c, report, out_dir)
+    if out_dir is not None:
+        names = ", ".join(
+            written if written is not None else ("record.json", "report.json", "report.html", "trace.json")
+        )
+        c.print(f"\nReport: {escape(out_dir)}/ ({names})")
+        if not details:
+            # soft_wrap: a command stays one line however narrow the terminal, so it pastes whole
+            c.print(
+                f"[dim]Everything else (per-line tables, what-if, notes): supplyline report {escape(out_dir)} --details[/]",
+                soft_wrap=True,
+            )
+
+
+def _details(c: Console, report: Report) -> None:
+    """The full account: what ``--details`` prints (and the HTML shows)."""
     v = report.verdict
     c.print(f"[bold]Verdict:[/] [bold]{v.bound.upper()}[/] — {escape(v.sentence)}")
     _steps(c, report)
@@ -72,11 +99,79 @@ def render_summary(
     _gpu(c, report)
     for note in report.notes:
         c.print(f"[dim]note: {escape(note)}[/]")
-    if out_dir is not None:
-        names = ", ".join(
-            written if written is not None else ("record.json", "report.json", "report.html", "trace.json")
+
+
+def _one_screen(c: Console, report: Report, out_dir: str | None) -> None:
+    """The answer on one screen (issue: ≤ 30 lines at 100 columns for the demo)."""
+    v = report.verdict
+    c.print(f"[bold]Verdict:[/] [bold]{v.bound.upper()}[/] — {escape(v.short)}")
+    _step_bar(c, report)
+    _gpu_idle_line(c, report)
+    step = next_step(report, out_dir)
+    if step is None:
+        style = "green" if report.steps.observed else "yellow"
+        c.print(f"\n[{style}]{escape(report.no_findings_sentence)}[/]")
+    else:
+        c.print(f"\n[bold]Fix[/] ({step.check}): {escape(step.do)}")
+        for line in step.change[:CHANGE_LINES]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+            c.print(f"  [{style}]{escape(line)}[/]")
+        if step.gain:
+            c.print(f"[bold]Gain:[/] {escape(step.gain)}")
+        if step.command:
+            c.print(f"[bold]Run:[/]  {escape(step.command)}", soft_wrap=True)
+    others = report.findings[1:]
+    if others:
+        also = " · ".join(
+            f"{f.check} {f.share_of_step_time * 100:.0f}%" + (f" ({f.gain_text()})" if f.expected_speedup else "")
+            for f in others[:4]
         )
-        c.print(f"\nReport: {escape(out_dir)}/ ({names})")
+        c.print(f"[bold]Also found:[/] {escape(also)}")
+    for note in report.notes:
+        if note not in QUIET_NOTES:  # only what changes what the user should do
+            c.print(f"[dim]note: {escape(note)}[/]")
+
+
+CHANGE_LINES = 8  # a framework's snippet fits; a longer one is in --details and the HTML
+
+
+def _step_bar(c: Console, report: Report, width: int = 60) -> None:
+    """The step split as one bar, each phase its own glyph (it reads without colour too)."""
+    s = report.steps
+    if not s.observed:
+        return
+    ci = f" (95% CI {s.step_ms_median_ci[0]:.1f}–{s.step_ms_median_ci[1]:.1f})" if s.step_ms_median_ci else ""
+    rate = f" · {s.samples_per_s:.0f} samples/s" if s.samples_per_s else ""
+    c.print(f"\n[bold]Step[/] {s.step_ms_median:.1f} ms{ci} · {s.steps_per_s:.1f} steps/s{rate} · {s.observed} steps")
+    shown = [
+        (phase, report.phase_share.get(phase.name, 0.0))
+        for phase in P.STEP_PHASES
+        if report.phase_share.get(phase.name, 0.0) >= 0.005
+    ]
+    bar, legend = "", []
+    for i, (phase, share) in enumerate(shown):
+        glyph = GLYPHS[i % len(GLYPHS)]
+        n = max(1, round(share * width))
+        bar += f"[{phase.style}]{glyph * n}[/]"
+        ms = report.phase_ms_per_step.get(phase.name, 0.0)
+        legend.append(f"{glyph} {phase.label.strip()} {share * 100:.0f}% ({ms:.1f} ms)")
+    c.print(f"  {bar}")
+    c.print("  " + escape(" · ".join(legend)))
+
+
+GLYPHS = "█▓▒░▞▚"
+
+
+def _gpu_idle_line(c: Console, report: Report) -> None:
+    g = report.gpu_idle
+    if g is None or g.idle_share is None:
+        return
+    causes = sorted(((k, v) for k, v in g.by_phase_share.items() if v >= 0.005), key=lambda kv: -kv[1])
+    split = ", ".join(f"{_phase_label(k)} {v * 100:.0f}%" for k, v in causes[:3])
+    c.print(
+        f"  GPU idle {g.idle_share * 100:.0f}% of the time (CUDA events)"
+        + (f" — waiting for {escape(split)}" if split else "")
+    )
 
 
 def _steps(c: Console, report: Report) -> None:
