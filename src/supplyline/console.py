@@ -11,7 +11,15 @@ from __future__ import annotations
 import sys
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 PIPE_WIDTH = 160
 
@@ -27,10 +35,20 @@ def stderr_console() -> Console:
 
 def progress_bar(*columns: str | ProgressColumn) -> Progress:
     """A transient bar on stderr, drawn only on a terminal. Without columns: what is being done,
-    the bar, done/total and the time so far."""
+    the bar, done/total, the time so far and how long is left."""
     console = stderr_console()
     return Progress(
-        *(columns or (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())),
+        *(
+            columns
+            or (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("left"),
+                TimeRemainingColumn(),
+            )
+        ),
         console=console,
         transient=True,
         disable=not console.is_terminal,

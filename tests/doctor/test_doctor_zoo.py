@@ -124,8 +124,8 @@ def test_data_wait_share_agrees_with_the_scripts_own_meter(doctor, zoo_path):
     assert abs(ours - theirs) <= 0.03, (ours, theirs)
 
 
-def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path, words_follow_figures):
-    proc = cli(["demo", "--out", str(tmp_path / "r"), "--steps", "25"], cwd=str(tmp_path))
+def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path, words_follow_figures, one_screen):
+    proc = cli(["demo", "--out", str(tmp_path / "r"), "--steps", "25"], cwd=str(tmp_path), env={"COLUMNS": "100"})
     assert proc.returncode == 0, proc.stderr
     import json
 
@@ -135,3 +135,5 @@ def test_demo_diagnoses_the_bundled_starved_job(cli, tmp_path, words_follow_figu
     assert "Verdict" in proc.stderr
     assert rep["trials"], "the demo runs its loader trial"
     words_follow_figures(rep, proc.stderr)
+    one_screen(rep, proc.stderr)  # ≤ 30 lines at 100 columns, the fix and the gain are the trial's
+    assert "Fix (dataloader)" in proc.stderr and "Gain: measured" in proc.stderr

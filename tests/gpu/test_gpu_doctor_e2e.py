@@ -85,6 +85,10 @@ def test_session_records_the_gpu_timeline_and_the_report_says_input_on_the_gpu(t
 
     buf = io.StringIO()
     render_summary(report, None, Console(file=buf, width=160, color_system=None))
+    out = buf.getvalue()  # the one screen: GPU idle in one line under the step bar
+    assert "of the time (CUDA events)" in out and "waiting for data wait" in out
+    buf = io.StringIO()
+    render_summary(report, None, Console(file=buf, width=160, color_system=None), details=True)
     out = buf.getvalue()
     assert "GPU idle (CUDA events" in out and "waiting for data wait" in out
 

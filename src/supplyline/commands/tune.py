@@ -130,12 +130,16 @@ def _run(args: argparse.Namespace) -> int:
         max_workers=args.max_workers,
         max_memory_bytes=int(args.max_memory * 1e9) if args.max_memory else None,
     )
-    # The bar's total is the time budget, so it shows time, not a count.
-    with progress_bar(TextColumn("{task.description:<40}"), BarColumn(), TimeElapsedColumn()) as progress:
-        task = progress.add_task("probing the dataset", total=args.budget)
+    # The bar's total is the time budget, so it shows time, not a count; what is left is the budget's rest
+    # (the search stops at the budget, or earlier when it has its answer).
+    with progress_bar(
+        TextColumn("{task.description:<40}"), BarColumn(), TimeElapsedColumn(), TextColumn("{task.fields[left]}")
+    ) as progress:
+        task = progress.add_task("probing the dataset", total=args.budget, left=f"≤{args.budget:.0f} s left")
 
         def on_progress(what: str, elapsed: float) -> None:
-            progress.update(task, description=what, completed=min(elapsed, args.budget))
+            left = max(0.0, args.budget - elapsed)
+            progress.update(task, description=what, completed=min(elapsed, args.budget), left=f"≤{left:.0f} s left")
 
         result = tune(target, consumer, options, on_progress=on_progress)
     out = stdout_console()

@@ -157,6 +157,12 @@ def _step_bar(c: Console, report: Report, width: int = 60) -> None:
         legend.append(f"{glyph} {phase.label.strip()} {share * 100:.0f}% ({ms:.1f} ms)")
     c.print(f"  {bar}")
     c.print("  " + escape(" · ".join(legend)))
+    d = report.dataloader
+    if d is not None:  # what the wait is on, in the loader's own class and settings
+        c.print(
+            f"  [dim]{escape(d.loader_type)} batch_size={d.batch_size} num_workers={d.num_workers} "
+            f"prefetch_factor={d.prefetch_factor} pin_memory={d.pin_memory}[/]"
+        )
 
 
 GLYPHS = "█▓▒░▞▚"
