@@ -112,9 +112,13 @@ def _pooled_metrics(
         metrics["step_ms_median"][side] = med.estimate * 1000.0
         metrics["step_ms_median"][f"{side}_interval"] = [med.low * 1000.0, med.high * 1000.0]
         if med.low > 0:
+            mean_rate = metrics["steps_per_s"][side]
             metrics["steps_per_s"][side] = 1.0 / med.estimate
             metrics["steps_per_s"][f"{side}_interval"] = [1.0 / med.high, 1.0 / med.low]
-    for key in ("step_ms_median", "steps_per_s"):
+            samples = metrics["samples_per_s"][side]
+            if samples and mean_rate:  # the same rate in samples: its row must not tell another story
+                metrics["samples_per_s"][side] = samples / mean_rate / med.estimate
+    for key in ("step_ms_median", "steps_per_s", "samples_per_s"):
         metrics[key]["change_pct"] = _change_pct(metrics[key]["base"], metrics[key]["new"])
 
 

@@ -84,10 +84,15 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
     return NextStep(top.check, do_text, change, gain, command)
 
 
+# What a DataLoader has when the script does not say: the "-" line shows only what the script set.
+_DEFAULTS: dict[str, Any] = {"prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
+
+
 def _loader_diff(kind: str, d: Any, changes: dict[str, Any]) -> list[str]:
-    seen = ", ".join(f"{k}={getattr(d, k)}" for k in changes)
+    said = [k for k in changes if k not in _DEFAULTS or getattr(d, k) != _DEFAULTS[k]]
+    seen = ", ".join(f"{k}={getattr(d, k)}" for k in said)
     new = ", ".join(f"{k}={v}" for k, v in changes.items())
-    return [f"- {kind}(..., {seen})", f"+ {kind}(..., {new})"]
+    return [f"- {kind}(..., {seen})" if seen else f"- {kind}(...)", f"+ {kind}(..., {new})"]
 
 
 def spec_text(changes: dict[str, Any]) -> str:
