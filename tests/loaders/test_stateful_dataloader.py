@@ -28,8 +28,9 @@ OBSERVED = 30
 
 def run_cli(args: list[str], cwd: str) -> subprocess.CompletedProcess[str]:
     """``python -m supplyline ARGS`` in a child process; the timeout guards against hangs only."""
+    env = {**os.environ, "COLUMNS": "100"}  # the one-screen summary is judged at 100 columns
     return subprocess.run(
-        [sys.executable, "-m", "supplyline", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "supplyline", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
     )
 
 
@@ -71,7 +72,9 @@ def test_doctor_measures_and_judges_the_stall(doctored: Doctored) -> None:
 
 
 @pytest.mark.slow
-def test_doctor_names_the_loader_class_and_writes_the_fix_in_it(doctored: Doctored) -> None:
+def test_doctor_names_the_loader_class_and_writes_the_fix_in_it(
+    doctored: Doctored, words_follow_figures: Any, one_screen: Any
+) -> None:
     rep = doctored.report
     assert rep["dataloader"]["loader_type"] == "StatefulDataLoader"
     assert rep["dataloader"]["loader_module"].startswith("torchdata.stateful_dataloader")
@@ -80,6 +83,9 @@ def test_doctor_names_the_loader_class_and_writes_the_fix_in_it(doctored: Doctor
     assert "on the StatefulDataLoader" in top["evidence"]
     assert re.search(r"StatefulDataLoader\(\.\.\., num_workers=[1-9]", top["fix"]), top["fix"]
     assert "StatefulDataLoader batch_size=16 num_workers=0" in doctored.proc.stderr  # the summary
+    words_follow_figures(rep, doctored.proc.stderr)
+    one_screen(rep, doctored.proc.stderr)  # its one fix is in the StatefulDataLoader's own class
+    assert "Fix (dataloader)" in doctored.proc.stderr
 
 
 @pytest.mark.slow

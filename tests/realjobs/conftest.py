@@ -35,10 +35,18 @@ def zoo_path():
 
 
 @pytest.fixture
-def doctor(tmp_path, cli, no_trial):
+def doctor(tmp_path, cli, no_trial, words_follow_figures, one_screen):
+    """The doctor on a real-world-shaped job at 100 columns, held to the one-screen invariants."""
+
     def run(*args: str, env: dict[str, str] | None = None) -> DoctorRun:
         out = str(tmp_path / "report")
-        proc = cli(["doctor", "--out", out, *no_trial(args), *args], cwd=str(tmp_path), env=env)
-        return DoctorRun(proc, out)
+        proc = cli(
+            ["doctor", "--out", out, *no_trial(args), *args], cwd=str(tmp_path), env={"COLUMNS": "100", **(env or {})}
+        )
+        result = DoctorRun(proc, out)
+        if os.path.exists(os.path.join(out, "report.json")) and "supplyline doctor —" in proc.stderr:
+            words_follow_figures(result.report, proc.stderr)
+            one_screen(result.report, proc.stderr)
+        return result
 
     return run

@@ -205,3 +205,38 @@ def test_memory_file_system_is_measured_warm_only(cli, tmp_path):
         assert "memory file system" in report["verdict"][0]
     finally:
         shutil.rmtree(root)
+
+
+def test_on_a_terminal_the_progress_line_says_what_runs_and_how_long_is_left(tmp_path):
+    """stderr on a real pseudo-terminal: rich draws the bar there (never in a pipe or a log)."""
+    import pty
+    import select
+
+    root = _dataset(tmp_path, files=30, size=4096)
+    master, slave = pty.openpty()
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "supplyline", "disk", root, "--only", "small_files", "--threads", "1,2"],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    seen = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=120)
+    os.close(master)
+    text = seen.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "small files" in text and "left" in text, text  # what runs, and the time left beside the time so far
