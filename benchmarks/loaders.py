@@ -3,6 +3,7 @@ against the same setting written by hand, alternating.
 
     PYTHONPATH=src python benchmarks/loaders.py [--steps 200] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --hook-cost
+    PYTHONPATH=src python benchmarks/loaders.py --nodes [--steps 150] [--repeats 5]
 
 
 The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
@@ -11,6 +12,11 @@ its last, so every arm is timed by the same code and start-up is left out. Runs 
 run --apply, by hand, plain, ...) so drift on a shared machine hits every arm alike; each result is
 the ratio of medians to the plain arm with the min-max spread of the per-round ratios. The load
 average is printed beside it: on a crowded host the workers compete with other jobs.
+
+``--nodes``: the torchdata.nodes job (tests/loaders/zoo/nodes_starved.py: ParallelMapper with one
+thread worker, 4 ms of Python work per sample, 8 a batch) unchanged, with 2 thread workers (what
+more threads give Python work under the GIL), and with the doctor's fix written by hand (2 process
+workers, prefetch_factor=4); the doctor cannot apply it, so there is no `run --apply` arm.
 
 ``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
 fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
@@ -31,6 +37,7 @@ from run_apply import rate  # the same "rate N steps/s" reader (the script's own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "stateful_starved.py")
+NODES_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "nodes_starved.py")
 SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
 
 
@@ -74,22 +81,34 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--hook-cost", action="store_true", help="the nesting guard's cost per fetch, in-process")
+    parser.add_argument("--nodes", action="store_true", help="the torchdata.nodes job: threads vs the doctor's fix")
     args = parser.parse_args()
     if args.hook_cost:
         hook_cost()
         return
     spec = SPEC.format(n=args.workers)
-    arms = {
-        "unchanged": [sys.executable, JOB, str(args.steps)],
-        f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, JOB, str(args.steps)],
-        "by hand": [sys.executable, JOB, str(args.steps), "--workers", str(args.workers)],
-    }
+    n, steps = str(args.workers), str(args.steps)
+    arms = (
+        {
+            "unchanged (1 thread worker)": [sys.executable, NODES_JOB, steps],
+            f"{n} thread workers": [sys.executable, NODES_JOB, steps, "--workers", n],
+            f'the fix by hand ({n} workers, method="process", prefetch_factor=4)': [
+                *(sys.executable, NODES_JOB, steps, "--workers", n, "--method", "process", "--prefetch", "4")
+            ],
+        }
+        if args.nodes
+        else {
+            "unchanged": [sys.executable, JOB, steps],
+            f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, JOB, steps],
+            "by hand": [sys.executable, JOB, steps, "--workers", n],
+        }
+    )
     rates: dict[str, list[float]] = {name: [] for name in arms}
     for i in range(args.repeats):
         for name, command in arms.items():
             rates[name].append(rate(command))
         print(f"round {i + 1}: " + ", ".join(f"{name} {r[-1]:.1f}" for name, r in rates.items()) + " steps/s")
-    plain = rates["unchanged"]
+    plain = next(iter(rates.values()))  # the unchanged arm
     for name, r in rates.items():
         line = f"{name}: median {statistics.median(r):.1f} steps/s (range {min(r):.1f}-{max(r):.1f})"
         if r is not plain:

@@ -30,6 +30,7 @@ from supplyline.analyze.speedup import (
 from supplyline.analyze.supply import SupplySignal
 from supplyline.analyze.trial_result import LoaderTrial, loader_trial
 from supplyline.collect.checkpoints import Cadence, cadence, group_checkpoints
+from supplyline.collect.events import LoaderInfo
 from supplyline.record import RunRecord
 
 CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host"]
@@ -145,6 +146,24 @@ def severity(share: float) -> Severity:
     return "high" if share >= 0.30 else "medium" if share >= 0.10 else "low"
 
 
+def effective_workers(sig: SupplySignal) -> int:
+    """The loader's workers as the CPU sees them: thread workers the GIL holds run one at a time."""
+    if sig.loader is None:
+        return 0
+    return min(1, sig.loader.num_workers) if sig.gil_bound else sig.loader.num_workers
+
+
+NODES_BY_HAND = (
+    "Change it in the script: the doctor cannot try it in-process nor `supplyline run` apply it, because a "
+    "torchdata.nodes pipeline's workers live in its ParallelMapper node, built by your code."
+)
+
+
+def is_nodes(loader: LoaderInfo | None) -> bool:
+    """A torchdata.nodes pipeline: its knobs sit on its nodes (collect/nodes.py), not on a DataLoader."""
+    return loader is not None and loader.loader_module.startswith("torchdata.nodes")
+
+
 def input_model(ev: Evidence) -> InputModel:
     b, w = ev.breakdown, ev.record.whatif
     # Throughput is total time over steps: with several workers batches arrive in bursts (one step
@@ -210,7 +229,7 @@ def input_pipeline(ev: Evidence) -> Pipeline | None:
     bps = b.batches_per_step
     if loader is None or not bps or not b.step_s_mean:
         return None
-    nw, w = loader.num_workers, record.whatif
+    nw, w = effective_workers(ev.supply), record.whatif
     wait_s = b.step_s_mean * b.phase_share[P.DATA_WAIT]  # the mean: see input_model
     step_wall = (w.compute_only_step_s if w.ran and w.compute_only_step_s else b.step_s_mean - wait_s) / bps
     if w.ran and w.loader_only_batches_per_s:
@@ -286,7 +305,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     tune_cmd = ev.commands.tune_command or "supplyline tune MODULE:ATTR"
     prep_cmd = ev.commands.preprocess_command or "supplyline preprocess MODULE:ATTR"
     model = input_model(ev)
-    nw = loader.num_workers
+    nw = effective_workers(sig)
     where = _where(loading_lines(b.data_wait_lines, loader.iter_stack))
     framework = _framework(ev)
     pipeline = input_pipeline(ev)
@@ -322,7 +341,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     fixes: list[str] = []
     if nw < cores:
         causes.append(f"loader settings: {sig.evidence}")
-        measure = f" Measure the best settings on your data: `{tune_cmd}`."
+        measure = f" {NODES_BY_HAND}" if is_nodes(loader) else f" Measure the best settings on your data: `{tune_cmd}`."
         if trial is not None and trial.workers is not None:
             # The trial measured it on this job: its count, its figure; the model's cap would only contradict it.
             fixes.append(_measured_fix(ev, framework, trial, measure))
@@ -391,6 +410,14 @@ def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -
     """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user),
     written with the loader's own class: a ``StatefulDataLoader`` takes the same settings."""
     loader = ev.supply.loader
+    if is_nodes(loader):
+        method = (
+            "process" if ev.supply.gil_bound or (loader is not None and loader.worker_method == "process") else "thread"
+        )
+        return (
+            f'ParallelMapper(..., num_workers={workers}, method="{method}") and Prefetcher(..., '
+            f"prefetch_factor={prefetch})"
+        )
     if ev.snippets is not None and framework != "plain":
         return ev.snippets.dataloader_fix_snippet(job_frames(ev.record), workers, prefetch)
     persistent = "" if loader is None or loader.persistent_workers or workers == 0 else ", persistent_workers=True"

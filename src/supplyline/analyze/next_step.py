@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from supplyline.analyze.checks import INPUT_CHECKS, Finding
+from supplyline.analyze.checks import INPUT_CHECKS, NODES_BY_HAND, Finding
 
 if TYPE_CHECKING:
     from supplyline.analyze.report import Report, Trial
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 _NUMBERED = re.compile(r"\(\d\)\s+")
 _CODE = ("+ ", "- ", "# ", "  ")
+_METHOD = re.compile(r'method="(\w+)"')
 _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
 
 
@@ -33,6 +34,7 @@ class NextStep:
     change: list[str] = field(default_factory=list)  # copy-pastable: "- old" / "+ new" / "# where" lines
     gain: str = ""  # the measured gain with its interval, the model's estimate beside it
     command: str = ""  # the next command to run ("" when none fits)
+    by_hand: str = ""  # why no command applies it, when the change is the script's to make
 
 
 def loader_changes(recommended: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
@@ -76,6 +78,8 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
         return NextStep(top.check, _first_line(do), _code_lines(do), gain, cmd or "")
     changes = loader_changes(report.dataloader_recommended)
     do_text, snippet = split_fix(items[0])
+    if d is not None and d.loader_module.startswith("torchdata.nodes"):
+        return NextStep(top.check, do_text, _nodes_diff(d, changes, top.fix), gain, "", NODES_BY_HAND)
     if trial is not None:  # faster: `--apply auto` applies exactly what the trial kept
         command = run_command(report.target, "auto", report_dir) if report_dir else ""
     else:
@@ -93,6 +97,26 @@ def _loader_diff(kind: str, d: Any, changes: dict[str, Any]) -> list[str]:
     seen = ", ".join(f"{k}={getattr(d, k)}" for k in said)
     new = ", ".join(f"{k}={v}" for k, v in changes.items())
     return [f"- {kind}(..., {seen})" if seen else f"- {kind}(...)", f"+ {kind}(..., {new})"]
+
+
+def _nodes_diff(d: Any, changes: dict[str, Any], fix: str) -> list[str]:
+    """The change on the pipeline's own nodes: the mapper's workers and method, the prefetch depth."""
+    found = _METHOD.search(fix)
+    method = found.group(1) if found else d.worker_method
+    out: list[str] = []
+    workers = changes.get("num_workers", d.num_workers)
+    if workers != d.num_workers or method != d.worker_method:
+        out += [
+            f'- ParallelMapper(..., num_workers={d.num_workers}, method="{d.worker_method}")',
+            f'+ ParallelMapper(..., num_workers={workers}, method="{method}")',
+        ]
+    if "prefetch_factor" in changes:
+        old = f"prefetch_factor={d.prefetch_factor}" if d.prefetch_factor else ""
+        out += [
+            f"- Prefetcher(..., {old})" if old else "- (no Prefetcher)",
+            f"+ Prefetcher(..., prefetch_factor={changes['prefetch_factor']})",
+        ]
+    return out
 
 
 def spec_text(changes: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from supplyline.analyze.trial_result import loader_trial, trial_decision
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
+from supplyline.collect.nodes import display_name
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
 from supplyline.typed import to_plain
@@ -123,6 +124,12 @@ class LoaderFacts:
     preprocess_command: str | None
     loader_type: str = "DataLoader"  # the loader's class: StatefulDataLoader, a framework's subclass, ...
     loader_module: str = "torch.utils.data.dataloader"
+    worker_method: str = "process"  # "thread": a torchdata.nodes ParallelMapper's thread workers
+
+    @property
+    def name(self) -> str:
+        """How the sentences name it: ``DataLoader``, ``StatefulDataLoader``, ``torchdata.nodes Loader``."""
+        return display_name(self.loader_type, self.loader_module)
 
 
 @dataclass
@@ -278,6 +285,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             gpu,
             trials[0].quote if trials and _matches(trials[0], findings) else "",
             loader_seen=bool(record.loaders),
+            loader_name=_loader_name(sig),
         ),
         findings=findings,
         steps=_step_stats(b),
@@ -514,7 +522,13 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
         preprocess_command=commands.preprocess_command,
         loader_type=loader.loader_type,
         loader_module=loader.loader_module,
+        worker_method=loader.worker_method,
     )
+
+
+def _loader_name(sig: SupplySignal) -> str:
+    loader = sig.loader
+    return display_name(loader.loader_type, loader.loader_module) if loader is not None else "DataLoader"
 
 
 def dataset_commands(loader: LoaderInfo | None) -> DatasetCommands:

@@ -42,6 +42,8 @@ class SupplySignal:
     # Cores the training process beyond its training thread kept busy (torch's intra-op threads,
     # mostly: a conv net on all cores); None without samples. Workers added take cores from these.
     intra_op_cores: float | None = None
+    # Thread workers whose CPU, with the training thread's, stays at about one core: the GIL holds them.
+    gil_bound: bool = False
 
 
 def _window_samples(record: RunRecord) -> list[Sample]:
@@ -70,7 +72,10 @@ def supply_signal(record: RunRecord) -> SupplySignal:
     samples = _window_samples(record)
     signal = _supply_signal(record, samples)
     signal.other_cores_busy = other_cores_busy(samples, record.host.cpu_count)
-    signal.intra_op_cores = intra_op_cores(record, samples)
+    # Thread workers (torchdata.nodes) are in the process's CPU beside torch's own threads: there it
+    # is the workers' (judged in _thread_workers), not threads that compete with them.
+    thread_workers = signal.loader is not None and signal.loader.worker_method == "thread"
+    signal.intra_op_cores = None if thread_workers else intra_op_cores(record, samples)
     return signal
 
 
@@ -105,6 +110,8 @@ def _supply_signal(record: RunRecord, samples: list[Sample]) -> SupplySignal:
             f"{(share or 0) * 100:.0f}% of its waiting time (relative to the rest of its step)"
         )
         return SupplySignal(loader, stall, 0, None, host_busy, share, ev, swap)
+    if loader.worker_method == "thread":
+        return _thread_workers(record, samples, loader, host_busy, swap)
     cores = record.host.cpu_count
     if not any(p.role != "root" for s in samples for p in s.processes):
         # No sample in the observed window saw the workers (a short window): the samples of the
@@ -146,6 +153,40 @@ def _supply_signal(record: RunRecord, samples: list[Sample]) -> SupplySignal:
         f"they could get" + (f"; the host CPU was {host_busy:.0f}% busy" if host_busy is not None else "")
     )
     return SupplySignal(loader, stall, seen, per_worker, host_busy, None, ev, swap)
+
+
+# Python threads share one GIL: a mapper's thread workers and the training thread together using
+# little more than one core run Python one at a time, and more threads add no CPU.
+GIL_CORES = 1.15
+
+
+def _thread_workers(
+    record: RunRecord, samples: list[Sample], loader: LoaderInfo, host_busy: float | None, swap: float
+) -> SupplySignal:
+    """Workers that are threads of the training process (a torchdata.nodes ParallelMapper with
+    ``method="thread"``): their CPU is the process's less the training thread's."""
+    workers = loader.num_workers
+    threads = intra_op_cores(record, samples)
+    st, obs = record.steps, record.observed_steps
+    wall = sum(st["duration_s"][i] for i in obs)
+    trainer = sum(st["cpu_s"][i] for i in obs) / wall if wall > 0 and "cpu_s" in st else None
+    if threads is None or trainer is None:
+        ev = "the thread workers' CPU was not measured (no host monitor samples)"
+        return SupplySignal(loader, "unknown", workers, None, host_busy, None, ev, swap)
+    per_worker = threads / max(workers, 1) * 100.0
+    gil = threads + trainer <= GIL_CORES and threads / max(workers, 1) >= 0.3
+    stall: Stall
+    if gil:
+        stall = "prep"
+        ev = (
+            f"{workers} thread worker(s) used {threads:.2f} cores and the training thread {trainer:.2f}: together "
+            f"about one core, the GIL's limit for Python work in threads (more threads add no CPU)"
+        )
+    else:
+        utilization = per_worker / 100.0
+        stall = "prep" if utilization >= BUSY_WORKER_SHARE else "fetch" if utilization <= IDLE_WORKER_SHARE else "mixed"
+        ev = f"{workers} thread worker(s) averaged {per_worker:.0f}% of a core each (the process's CPU less the training thread's)"
+    return SupplySignal(loader, stall, workers, per_worker, host_busy, None, ev, swap, gil_bound=gil)
 
 
 def _trainer_wait_cpu_share(record: RunRecord) -> float | None:

@@ -24,6 +24,7 @@ must be known:
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,6 +183,11 @@ class LoaderSettings:
     def summary(self) -> str:
         """``1 DataLoader changed (num_workers 0→2), 1 kept``: for the closing line."""
         if not self.changed and not self.kept:
+            if "torchdata.nodes.loader" in sys.modules:  # the script built a nodes pipeline instead
+                return (
+                    "no DataLoader was made: the job loads through a torchdata.nodes pipeline, whose workers are "
+                    "its ParallelMapper's num_workers and method; set them where the script builds it"
+                )
             return "no DataLoader was made"
         parts = []
         if self.changed:

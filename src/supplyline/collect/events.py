@@ -46,6 +46,9 @@ class LoaderInfo:
     # are written in its name; records from before the field read as torch's DataLoader.
     loader_type: str = "DataLoader"
     loader_module: str = "torch.utils.data.dataloader"
+    # "process" (DataLoader workers), or "thread" (a torchdata.nodes ParallelMapper's default): thread
+    # workers share the training process's CPU time and its GIL, so they are judged from its CPU.
+    worker_method: str = "process"
 
 
 @dataclass

@@ -39,6 +39,8 @@ from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
 from supplyline.collect.loader_classes import overrides, watch_subclasses
+from supplyline.collect.nodes import LOADER_MODULE as NODES_LOADER
+from supplyline.collect.nodes import describe as describe_nodes
 from supplyline.collect.patching import Patcher
 from supplyline.collect.saves import SaveRecorder
 from supplyline.collect.steps import StepClock
@@ -87,6 +89,7 @@ class TorchHooks(Patcher):
         self._iterator_classes: set[type] = {_BaseDataLoaderIter}  # whose own __next__ is hooked (or the base)
         # Checkpoint APIs of modules the script imports later: (module, owner path, attribute, kind).
         self._late: list[tuple[str, str, str, str]] = list(_LATE_SAVE_APIS)
+        self._nodes_hooked = False  # torchdata.nodes' Loader, once the script imported it
         # Set by the collective hooks: returns the seconds the last backward was blocked in all-reduce.
         self.after_backward: Callable[[], float] | None = None
         self.datasets: dict[int, Any] = {}  # loader id -> dataset, to name it for `supplyline tune`
@@ -123,7 +126,14 @@ class TorchHooks(Patcher):
 
         DCP costs seconds to import and transformers/Lightning are optional: each is patched once
         the script imported it (checked at install, on each optimizer step and each DataLoader epoch).
+        torchdata.nodes' loader too (``collect/nodes``).
         """
+        if not self._nodes_hooked and NODES_LOADER in sys.modules:
+            self._nodes_hooked = True
+            try:
+                self._hook_nodes(sys.modules[NODES_LOADER])
+            except Exception:  # another torchdata: its pipeline goes unseen, the job goes on
+                pass
         if not self._late:
             return
         for entry in list(self._late):
@@ -135,6 +145,66 @@ class TorchHooks(Patcher):
             owner = _resolve(module, owner_path)
             if owner is not None and hasattr(owner, attr):
                 self._patch(owner, attr, self.save_recorder.wrapper(kind))
+
+    # -- torchdata.nodes ------------------------------------------------------------------------
+    def _hook_nodes(self, module: Any) -> None:
+        """``Loader.__iter__`` (the epoch's start: the nodes reset, mappers start their workers) and
+        ``LoaderIterator.__next__`` (each batch the training loop takes) get the DataLoader's hooks."""
+        hooks = self
+        self._patch(module.Loader, "__iter__", self._wrap_nodes_iter)
+
+        def make(original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            timed = self._timed_next(original, nested_passes=False)
+
+            def __next__(it: Any) -> Any:
+                if "_supplyline_loader_id" not in it.__dict__:  # an iterator made before the hook
+                    loader = it.loader
+                    it._supplyline_loader_id = id(loader)
+                    if id(loader) not in hooks.loaders:
+                        hooks._describe_nodes(loader, sys._getframe(1))
+                return timed(it)
+
+            return __next__
+
+        self._patch(module.LoaderIterator, "__next__", make)
+
+    def _wrap_nodes_iter(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        hooks = self
+
+        def __iter__(loader: Any) -> Any:
+            t = _now()
+            it = original(loader)
+            lid = id(loader)
+            info = hooks.loaders.get(lid) or hooks._describe_nodes(loader, sys._getframe(1))
+            info.epochs_started += 1
+            info.iter_create_s.append(_now() - t)
+            it._supplyline_loader_id = lid
+            hooks._iter_started[lid] = t
+            return it
+
+        return __iter__
+
+    def _describe_nodes(self, loader: Any, caller: Any = None) -> LoaderInfo:
+        p = describe_nodes(loader)
+        info = LoaderInfo(
+            loader_id=id(loader),
+            batch_size=p.batch_size,
+            num_workers=p.num_workers,
+            pin_memory=p.pin_memory,
+            prefetch_factor=p.prefetch_factor,
+            persistent_workers=False,
+            multiprocessing_context=p.multiprocessing_context,
+            dataset_type=p.dataset_type,
+            dataset_len=p.dataset_len,
+            dataset_module=p.dataset_module,
+            iter_stack=stack_of(caller, limit=25),
+            loader_type=type(loader).__name__,
+            loader_module=type(loader).__module__,
+            worker_method=p.method if p.num_workers else "thread",
+        )
+        self.loaders[id(loader)] = info
+        self.main_module = sys.modules.get("__main__")
+        return info
 
     # -- DataLoader ---------------------------------------------------------------------------
     def _hook_loader_class(self, cls: type) -> None:

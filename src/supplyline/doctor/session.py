@@ -37,7 +37,7 @@ from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
 from supplyline.doctor import trial_crash
-from supplyline.doctor.trials import TRIAL_LABEL, TrialRunner, plan_trials, save_period
+from supplyline.doctor.trials import LOADER_FIXES, TRIAL_LABEL, TrialRunner, plan_trials, save_period
 from supplyline.launch import Outcome, StopTraining
 from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
 
@@ -265,6 +265,15 @@ class DoctorSession:
                 loader.stall if loader else "",
                 info.steps_requested,
             )
+            if loader is not None and loader.loader_module.startswith("torchdata.nodes"):
+                # Its workers live in a node the script built; rebuilding the graph is the script's to do.
+                plans = [p for p in plans if p.fix not in LOADER_FIXES]
+                if not plans:
+                    info.note = (
+                        f"not tried: a {loader.name} is not rebuilt in-process (its workers live in its "
+                        "ParallelMapper node, which the script builds)"
+                    )
+                    return False
             if not plans:
                 info.note = "no finding with a fix the doctor can try in-process"
                 return False

@@ -18,7 +18,7 @@ from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, share_text
 
 if TYPE_CHECKING:
     from supplyline.analyze.breakdown import SourceLine
-    from supplyline.analyze.report import Report
+    from supplyline.analyze.report import LoaderFacts, Report
 
 SEVERITY_STYLE = {"high": "bold red", "medium": "yellow", "low": "dim"}
 QUIET_NOTES = frozenset({REPLAY_NOTE})  # true, and in --details, but they change nothing the user does
@@ -120,6 +120,8 @@ def _one_screen(c: Console, report: Report, out_dir: str | None) -> None:
             c.print(f"[bold]Gain:[/] {escape(step.gain)}")
         if step.command:
             c.print(f"[bold]Run:[/]  {escape(step.command)}", soft_wrap=True)
+        elif step.by_hand:
+            c.print(f"[dim]{escape(step.by_hand)}[/]")
     others = report.findings[1:]
     if others:
         also = " · ".join(
@@ -128,7 +130,8 @@ def _one_screen(c: Console, report: Report, out_dir: str | None) -> None:
         )
         c.print(f"[bold]Also found:[/] {escape(also)}")
     for note in report.notes:
-        if note not in QUIET_NOTES:  # only what changes what the user should do
+        said = step is not None and step.by_hand and note.startswith("fix trial: not tried")  # said above
+        if note not in QUIET_NOTES and not said:  # only what changes what the user should do
             c.print(f"[dim]note: {escape(note)}[/]")
 
 
@@ -159,10 +162,7 @@ def _step_bar(c: Console, report: Report, width: int = 60) -> None:
     c.print("  " + escape(" · ".join(legend)))
     d = report.dataloader
     if d is not None:  # what the wait is on, in the loader's own class and settings
-        c.print(
-            f"  [dim]{escape(d.loader_type)} batch_size={d.batch_size} num_workers={d.num_workers} "
-            f"prefetch_factor={d.prefetch_factor} pin_memory={d.pin_memory}[/]"
-        )
+        c.print(f"  [dim]{escape(loader_line(d))}[/]")
 
 
 GLYPHS = "█▓▒░▞▚"
@@ -237,15 +237,26 @@ def _trials(c: Console, report: Report) -> None:
             c.print(f"  [dim]{escape(t.note)}[/]")
 
 
+def loader_line(d: LoaderFacts) -> str:
+    """The loader's class and its knobs, in its own terms (a torchdata.nodes pipeline's on its nodes)."""
+    if d.loader_module.startswith("torchdata.nodes"):
+        return (
+            f"{d.name}: Batcher batch_size={d.batch_size} · ParallelMapper num_workers={d.num_workers} "
+            f"method={d.worker_method} · Prefetcher prefetch_factor={d.prefetch_factor} · pin_memory={d.pin_memory}"
+        )
+    return (
+        f"{d.loader_type} batch_size={d.batch_size} num_workers={d.num_workers} pin_memory={d.pin_memory} "
+        f"prefetch_factor={d.prefetch_factor} persistent_workers={d.persistent_workers}"
+    )
+
+
 def _loader(c: Console, report: Report) -> None:
     d = report.dataloader
     if not d:
         return
     first = d.time_to_first_batch_s
     c.print(
-        f"\n[bold]{escape(d.loader_type)}[/] batch_size={d.batch_size} num_workers={d.num_workers} "
-        f"pin_memory={d.pin_memory} prefetch_factor={d.prefetch_factor} "
-        f"persistent_workers={d.persistent_workers}"
+        f"\n{escape(loader_line(d))}"
         + (f" · first batch {first * 1e3:.0f} ms" if first is not None else "")
         + (f" · workers {d.worker_cpu_pct_mean:.0f}% CPU each" if d.worker_cpu_pct_mean is not None else "")
     )
