@@ -62,8 +62,20 @@ def test_describe_walks_prebatch_and_several_sources() -> None:
 def _doctor(tmp_path, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     out = str(tmp_path / "report")
     proc = subprocess.run(
-        [sys.executable, "-m", "supplyline", "doctor", "--out", out, "--steps", "30", "--what-if-steps", "10"]
-        + [JOB, *job],
+        [
+            sys.executable,
+            "-m",
+            "supplyline",
+            "doctor",
+            "--out",
+            out,
+            "--steps",
+            "30",
+            "--what-if-steps",
+            "10",
+            JOB,
+            *job,
+        ],
         cwd=str(tmp_path),
         capture_output=True,
         text=True,
@@ -92,7 +104,7 @@ def test_a_starved_pipeline_gets_the_fix_in_its_own_nodes(tmp_path, words_follow
     assert not rep["trials"] and any("not rebuilt in-process" in n for n in rep["notes"]), rep["notes"]
     words_follow_figures(rep, proc.stderr)
     one_screen(rep, proc.stderr)
-    assert '+ ParallelMapper(..., num_workers=' in proc.stderr and "Run:" not in proc.stderr
+    assert "+ ParallelMapper(..., num_workers=" in proc.stderr and "Run:" not in proc.stderr
 
 
 @pytest.mark.slow
