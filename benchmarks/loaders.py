@@ -4,6 +4,7 @@ against the same setting written by hand, alternating.
     PYTHONPATH=src python benchmarks/loaders.py [--steps 200] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --hook-cost
     PYTHONPATH=src python benchmarks/loaders.py --nodes [--steps 150] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --wds [--steps 200] [--repeats 5]
 
 
 The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
@@ -18,6 +19,9 @@ thread worker, 4 ms of Python work per sample, 8 a batch) unchanged, with 2 thre
 more threads give Python work under the GIL), and with the doctor's fix written by hand (2 process
 workers, prefetch_factor=4); the doctor cannot apply it, so there is no `run --apply` arm.
 
+``--wds``: the WebDataset job (tests/loaders/zoo/wds_starved.py: a WebLoader over 4 tar shards, 1 ms of
+Python work per sample, 16 a batch, ``num_workers=0``) unchanged, under `run --apply`, and by hand.
+
 ``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
 fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
 hook (StatefulDataLoader: the thread marked inside it), each against the timed body alone,
@@ -30,6 +34,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -37,7 +42,9 @@ from run_apply import rate  # the same "rate N steps/s" reader (the script's own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "stateful_starved.py")
+WDS_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "wds_starved.py")
 NODES_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "nodes_starved.py")
+SHARDS = os.path.join(tempfile.gettempdir(), "supplyline-bench-wds")  # written by the job on first use
 SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
 
 
@@ -82,6 +89,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--hook-cost", action="store_true", help="the nesting guard's cost per fetch, in-process")
     parser.add_argument("--nodes", action="store_true", help="the torchdata.nodes job: threads vs the doctor's fix")
+    parser.add_argument("--wds", action="store_true", help="the WebDataset WebLoader job")
     args = parser.parse_args()
     if args.hook_cost:
         hook_cost()
@@ -97,6 +105,12 @@ def main() -> None:
             ],
         }
         if args.nodes
+        else {
+            "unchanged": [sys.executable, WDS_JOB, SHARDS, steps],
+            f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, WDS_JOB, SHARDS, steps],
+            "by hand": [sys.executable, WDS_JOB, SHARDS, steps, "--workers", n],
+        }
+        if args.wds
         else {
             "unchanged": [sys.executable, JOB, steps],
             f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, JOB, steps],

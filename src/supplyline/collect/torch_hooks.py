@@ -280,6 +280,10 @@ class TorchHooks(Patcher):
             loader_type=type(loader).__name__,
             loader_module=type(loader).__module__,
         )
+        if type(loader) is DataLoader and _in_webloader(info.iter_stack):
+            # webdataset's WebLoader holds a plain DataLoader and iterates it inside its pipeline: the
+            # script wrote `wds.WebLoader(..., num_workers=...)`, so the fix is written in that name.
+            info.loader_type, info.loader_module = "WebLoader", "webdataset.compat"
         self.loaders[id(loader)] = info
         self.datasets[id(loader)] = ds
         self.loader_objects[id(loader)] = loader
@@ -490,6 +494,11 @@ def _training_work_begins(clock: StepClock, spans: EvalSpans) -> None:
 
 
 # (module, owner within it, attribute, kind): checkpoint APIs hooked once their module is imported.
+def _in_webloader(stack: list[str]) -> bool:
+    """Whether a DataLoader was first iterated by webdataset's pipeline (``WebLoader.__iter__``)."""
+    return any(f"{os.sep}webdataset{os.sep}pipeline.py" in frame for frame in stack[:6])
+
+
 _LATE_SAVE_APIS: tuple[tuple[str, str, str, str], ...] = (
     ("torch.distributed.checkpoint", "", "save", "dcp.save"),
     ("torch.distributed.checkpoint", "", "async_save", "dcp.async_save"),

@@ -43,6 +43,9 @@ LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memo
 WHAT_CHANGES = {
     "loader": "a new {kind} over the same dataset and sampler with {settings} (the data order within the "
     "epoch continues from the sampler)",
+    # An IterableDataset has no sampler to continue from: the new loader's workers read it afresh.
+    "iterable": "a new {kind} over the same IterableDataset with {settings} (its workers iterate the dataset "
+    "afresh: the samples restart from its beginning, split between the workers as the dataset splits them)",
     "logging": "print, logging handlers and fsync are handed to a background thread in alternate stretches: "
     "lines reach their files and the disk a little later, in the same order",
     "checkpoint": "torch.save is snapshotted on the call and written by a background thread to the same path "
@@ -323,7 +326,11 @@ class TrialRunner:
                 continue
             if plan.fix in LOADER_FIXES:
                 tried = describe_candidates(plan.candidates)
-                parts.append(WHAT_CHANGES["loader"].format(kind=loader_kind(self.loader), settings=tried))
+                from torch.utils.data import IterableDataset  # torch is loaded: the job runs
+
+                iterable = isinstance(getattr(self.loader, "dataset", None), IterableDataset)
+                words = WHAT_CHANGES["iterable" if iterable else "loader"]
+                parts.append(words.format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
         total = sum(s.steps for s in self.segments)
