@@ -79,7 +79,7 @@ CHECKPOINT_LOOP = (
     _COMMON_HEAD
     + """
     # AFTER: from supplyline.fixes import AsyncCheckpointer
-    SAVE_EVERY = 10
+    SAVE_EVERY = int(os.environ.get("BENCH_SAVE_EVERY", "10"))
     torch.manual_seed(0)
     # 12 layers of 1024 x 1024: 12.6 M parameters, a 50 MB checkpoint.
     model = torch.nn.Sequential(*[torch.nn.Linear(1024, 1024) for _ in range(12)])
@@ -186,9 +186,11 @@ def best_of(variants: dict[str, str], steps: int, rounds: int) -> dict[str, Resu
     return best
 
 
-def doctor_findings(path: str, steps: int, out_dir: str) -> list[dict[str, object]]:
+def doctor_findings(
+    path: str, steps: int, out_dir: str, extra_env: dict[str, str] | None = None
+) -> list[dict[str, object]]:
     """Run `supplyline doctor` on one script and return its findings (the doctor's own verdict)."""
-    env = dict(os.environ, BENCH_STEPS=str(steps))
+    env = dict(os.environ, BENCH_STEPS=str(steps), **(extra_env or {}))
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
     env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
     report_dir = os.path.join(out_dir, "doctor-" + os.path.basename(path)[:-3])
