@@ -5,6 +5,7 @@ against the same setting written by hand, alternating.
     PYTHONPATH=src python benchmarks/loaders.py --hook-cost
     PYTHONPATH=src python benchmarks/loaders.py --nodes [--steps 150] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --wds [--steps 200] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --loop [--steps 200] [--repeats 5]
 
 
 The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
@@ -21,6 +22,11 @@ workers, prefetch_factor=4); the doctor cannot apply it, so there is no `run --a
 
 ``--wds``: the WebDataset job (tests/loaders/zoo/wds_starved.py: a WebLoader over 4 tar shards, 1 ms of
 Python work per sample, 16 a batch, ``num_workers=0``) unchanged, under `run --apply`, and by hand.
+
+``--loop``: no loader object (tests/loaders/zoo/getbatch_starved.py: nanoGPT's ``get_batch`` on a
+memmap, 0.8 ms of Python work per window, 16 a batch) unchanged, with the doctor's fix written by hand
+(``get_batch`` in an IterableDataset under a DataLoader with N workers), and with the other fix it names
+for read-bound loops (a background thread filling a queue); the doctor cannot apply either.
 
 ``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
 fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
@@ -44,6 +50,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "stateful_starved.py")
 WDS_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "wds_starved.py")
 NODES_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "nodes_starved.py")
+LOOP_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "getbatch_starved.py")
+TOKENS = os.path.join(tempfile.gettempdir(), "supplyline-bench-tokens")  # written by the job on first use
 SHARDS = os.path.join(tempfile.gettempdir(), "supplyline-bench-wds")  # written by the job on first use
 SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
 
@@ -90,6 +98,7 @@ def main() -> None:
     parser.add_argument("--hook-cost", action="store_true", help="the nesting guard's cost per fetch, in-process")
     parser.add_argument("--nodes", action="store_true", help="the torchdata.nodes job: threads vs the doctor's fix")
     parser.add_argument("--wds", action="store_true", help="the WebDataset WebLoader job")
+    parser.add_argument("--loop", action="store_true", help="the job with no loader object (get_batch)")
     args = parser.parse_args()
     if args.hook_cost:
         hook_cost()
@@ -98,6 +107,14 @@ def main() -> None:
     n, steps = str(args.workers), str(args.steps)
     arms = (
         {
+            "unchanged (get_batch in the loop)": [sys.executable, LOOP_JOB, TOKENS, steps],
+            f"the fix by hand (IterableDataset, DataLoader with {n} workers)": [
+                *(sys.executable, LOOP_JOB, TOKENS, steps, "--workers", n)
+            ],
+            "a background thread filling a queue": [sys.executable, LOOP_JOB, TOKENS, steps, "--thread"],
+        }
+        if args.loop
+        else {
             "unchanged (1 thread worker)": [sys.executable, NODES_JOB, steps],
             f"{n} thread workers": [sys.executable, NODES_JOB, steps, "--workers", n],
             f'the fix by hand ({n} workers, method="process", prefetch_factor=4)': [

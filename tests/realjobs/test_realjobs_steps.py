@@ -10,6 +10,7 @@ from supplyline.collect import steps as steps_module
 from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
+from supplyline.phases import DATA_WAIT
 
 
 def _train(model, opt, n, evaluate_every=0, evaluate=None):
@@ -128,7 +129,8 @@ def test_model_eval_without_train_ends_at_the_next_backward(hooked, eval_phase):
     model.eval()  # a job that fine-tunes in eval mode (frozen batch norm) and never calls train()
     assert clock.phase == "eval"
     model(torch.randn(4, 32)).sum().backward()
-    assert clock.phase is None and hooks.eval_spans.spans == 1
+    # eval ended; with no loader seen, the gap after backward is the loop's own batch building
+    assert clock.phase in (None, DATA_WAIT) and hooks.eval_spans.spans == 1
     opt.step()
     assert clock.steps["compute_hooked_s"][-1] > 0
 

@@ -30,7 +30,7 @@ from supplyline.analyze.speedup import (
 from supplyline.analyze.supply import SupplySignal
 from supplyline.analyze.trial_result import LoaderTrial, loader_trial
 from supplyline.collect.checkpoints import Cadence, cadence, group_checkpoints
-from supplyline.collect.events import LoaderInfo
+from supplyline.collect.events import LoaderInfo, is_loop
 from supplyline.record import RunRecord
 
 CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host"]
@@ -157,6 +157,17 @@ NODES_BY_HAND = (
     "Change it in the script: the doctor cannot try it in-process nor `supplyline run` apply it, because a "
     "torchdata.nodes pipeline's workers live in its ParallelMapper node, built by your code."
 )
+
+
+LOOP_BY_HAND = (
+    "Change it in the script: the doctor cannot try it in-process nor `supplyline run` apply it, because the "
+    "loop builds its batches in your own code, with no loader object to rebuild."
+)
+
+
+def by_hand(loader: LoaderInfo | None) -> str:
+    """Why the doctor cannot try or apply a loader change itself, or "" where it can."""
+    return NODES_BY_HAND if is_nodes(loader) else LOOP_BY_HAND if is_loop(loader) else ""
 
 
 def is_nodes(loader: LoaderInfo | None) -> bool:
@@ -292,10 +303,12 @@ def input_check(ev: Evidence) -> list[Finding]:
         return []
     cores = record.host.cpu_count
     wait_ms = b.phase_ms_per_step[P.DATA_WAIT]
-    base = (
-        f"the training step waits {wait_ms:.1f} ms on the {loader.loader_type} ({judged.cpu_share * 100:.0f}% of step time)"
-        f"{judged.beside}"
+    waits = (
+        f"spends {wait_ms:.1f} ms building its batch in the training loop, between the update and the forward"
+        if is_loop(loader)
+        else f"waits {wait_ms:.1f} ms on the {loader.loader_type}"
     )
+    base = f"the training step {waits} ({judged.cpu_share * 100:.0f}% of step time){judged.beside}"
     whatif = record.whatif
     if whatif.ran and whatif.compute_only_step_s:
         base += (
@@ -341,14 +354,18 @@ def input_check(ev: Evidence) -> list[Finding]:
     fixes: list[str] = []
     if nw < cores:
         causes.append(f"loader settings: {sig.evidence}")
-        measure = f" {NODES_BY_HAND}" if is_nodes(loader) else f" Measure the best settings on your data: `{tune_cmd}`."
+        hand = by_hand(loader)
+        measure = f" {hand}" if hand else f" Measure the best settings on your data: `{tune_cmd}`."
         if trial is not None and trial.workers is not None:
             # The trial measured it on this job: its count, its figure; the model's cap would only contradict it.
             fixes.append(_measured_fix(ev, framework, trial, measure))
         else:
             hint = f" The {competing}." if competing else ""
             fixes.append(
-                f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work "
+                f"Build the batches ahead of the step in {suggested} worker processes: "
+                f"{_loader_setting(ev, framework, suggested, 4)}.{LOOP_ALTERNATIVES}{cap}{hint}{measure}"
+                if gain is not None and is_loop(loader)
+                else f"Load batches in parallel: {_loader_setting(ev, framework, suggested, 4)}; the per-sample work "
                 f"then runs in {suggested} processes beside the training step.{cap}{hint}{measure}"
                 if gain is not None
                 else f"No gain promised from more workers: the {competing}.{measure}"
@@ -410,6 +427,8 @@ def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -
     """The DataLoader change in the terms of whoever builds the loader (a Trainer, Lightning, the user),
     written with the loader's own class: a ``StatefulDataLoader`` takes the same settings."""
     loader = ev.supply.loader
+    if is_loop(loader):
+        return _loop_setting(ev, workers, prefetch)
     if is_nodes(loader):
         method = (
             "process" if ev.supply.gil_bound or (loader is not None and loader.worker_method == "process") else "thread"
@@ -423,6 +442,33 @@ def _loader_setting(ev: Evidence, framework: str, workers: int, prefetch: int) -
     persistent = "" if loader is None or loader.persistent_workers or workers == 0 else ", persistent_workers=True"
     kind = loader.loader_type if loader is not None else "DataLoader"
     return f"{kind}(..., num_workers={workers}{persistent}, prefetch_factor={prefetch})"
+
+
+def _loop_setting(ev: Evidence, workers: int, prefetch: int) -> str:
+    """Workers for a loop that builds its own batches: its batch function inside a DataLoader."""
+    fn = _batch_function(ev)
+    return (
+        f"yield `{fn}(...)` from an IterableDataset and take the batches from a DataLoader(batch_size=None, "
+        f"num_workers={workers}, persistent_workers=True, prefetch_factor={prefetch})"
+    )
+
+
+LOOP_ALTERNATIVES = (
+    " Seed each worker's RNG from `get_worker_info().id`, or every worker draws the same batches. Where building "
+    "a batch mostly waits on reads, a background thread that fills a `queue.Queue(maxsize=2)` is enough; a "
+    "torchdata.nodes pipeline (`IterableWrapper` → `ParallelMapper` → `Prefetcher`) gives either."
+)
+
+
+def _batch_function(ev: Evidence) -> str:
+    """The user's function that builds the batch: the innermost user function of the top data-wait
+    line that is not the loop itself (``get_batch``), else a placeholder."""
+    loader = ev.supply.loader
+    loop_fns = {parts[2] for parts in map(_split_frame, loader.iter_stack if loader else []) if parts}
+    for line in ev.breakdown.data_wait_lines:
+        if line.function and line.function not in loop_fns and not line.function.startswith("<"):
+            return line.function
+    return "get_batch"
 
 
 def logging_check(ev: Evidence) -> list[Finding]:

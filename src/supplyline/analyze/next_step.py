@@ -13,7 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from supplyline.analyze.checks import INPUT_CHECKS, NODES_BY_HAND, Finding
+from supplyline.analyze.checks import INPUT_CHECKS, LOOP_BY_HAND, NODES_BY_HAND, Finding
+from supplyline.collect.events import is_loop
 
 if TYPE_CHECKING:
     from supplyline.analyze.report import Report, Trial
@@ -24,6 +25,7 @@ LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memo
 _NUMBERED = re.compile(r"\(\d\)\s+")
 _CODE = ("+ ", "- ", "# ", "  ")
 _METHOD = re.compile(r'method="(\w+)"')
+_BATCH_FN = re.compile(r"wrap `(\w+)`")
 _SENTENCE_END = re.compile(r"(?<=\.)\s+(?=[A-Z])")
 
 
@@ -80,6 +82,8 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
     do_text, snippet = split_fix(items[0])
     if d is not None and d.loader_module.startswith("torchdata.nodes"):
         return NextStep(top.check, do_text, _nodes_diff(d, changes, top.fix), gain, "", NODES_BY_HAND)
+    if is_loop(d):
+        return NextStep(top.check, do_text, _loop_diff(changes, top.fix), gain, "", LOOP_BY_HAND)
     if trial is not None:  # faster: `--apply auto` applies exactly what the trial kept
         command = run_command(report.target, "auto", report_dir) if report_dir else ""
     else:
@@ -117,6 +121,24 @@ def _nodes_diff(d: Any, changes: dict[str, Any], fix: str) -> list[str]:
             f"+ Prefetcher(..., prefetch_factor={changes['prefetch_factor']})",
         ]
     return out
+
+
+def _loop_diff(changes: dict[str, Any], fix: str) -> list[str]:
+    """A loop that builds its own batches, given workers: its batch function inside a DataLoader."""
+    found = _BATCH_FN.search(fix)
+    fn = found.group(1) if found else "get_batch"
+    workers = changes.get("num_workers", 2)
+    prefetch = changes.get("prefetch_factor", 4)
+    return [
+        "+ class Batches(torch.utils.data.IterableDataset):",
+        "+     def __iter__(self):  # first seed its RNG from get_worker_info().id",
+        "+         while True:",
+        f"+             yield {fn}(...)",
+        f"+ batches = iter(DataLoader(Batches(), batch_size=None, num_workers={workers},",
+        f"+                           persistent_workers=True, prefetch_factor={prefetch}))",
+        f"- x, y = {fn}(...)",
+        "+ x, y = next(batches)",
+    ]
 
 
 def spec_text(changes: dict[str, Any]) -> str:

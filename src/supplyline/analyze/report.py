@@ -32,7 +32,7 @@ from supplyline.analyze.trial_result import loader_trial, trial_decision
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
-from supplyline.collect.nodes import display_name
+from supplyline.collect.nodes import display_name, wait_words
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
 from supplyline.typed import to_plain
@@ -285,7 +285,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             gpu,
             trials[0].quote if trials and _matches(trials[0], findings) else "",
             loader_seen=bool(record.loaders),
-            loader_name=_loader_name(sig),
+            waits_on=_wait_words(sig),
         ),
         findings=findings,
         steps=_step_stats(b),
@@ -526,9 +526,9 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
     )
 
 
-def _loader_name(sig: SupplySignal) -> str:
+def _wait_words(sig: SupplySignal) -> str:
     loader = sig.loader
-    return display_name(loader.loader_type, loader.loader_module) if loader is not None else "DataLoader"
+    return wait_words(loader.loader_type, loader.loader_module) if loader is not None else ""
 
 
 def dataset_commands(loader: LoaderInfo | None) -> DatasetCommands:

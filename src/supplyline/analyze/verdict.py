@@ -40,13 +40,13 @@ def verdict(
     gpu: GpuIdleResult | None = None,
     measured: str = "",
     loader_seen: bool = True,
-    loader_name: str = "DataLoader",
+    waits_on: str = "",
 ) -> Verdict:
     """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time.
 
     ``measured``: the top finding's trial in words, quoted instead of the bare prediction.
     ``loader_seen``: the job had a DataLoader, so its wait is a measured figure worth quoting.
-    ``loader_name``: the loader's class, as the sentence names what the step waits for."""
+    ``waits_on``: what the data wait is, naming the loader ("waiting for the StatefulDataLoader")."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
         return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
@@ -58,7 +58,7 @@ def verdict(
     top = max(P.SUPPLY_SIDE, key=lambda phase: s.get(phase.name, 0.0))
     share = s.get(top.name, 0.0)
     if share >= BOUND_SHARE and top.bound is not None:
-        words = top.words.replace("the DataLoader", f"the {loader_name}")
+        words = waits_on if top.name == P.DATA_WAIT and waits_on else top.words
         head = f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {words}"
         return Verdict(top.bound, f"{head}{_gain(findings, measured)}.", f"{head}.")
     if s[P.OTHER] >= OTHER_SHARE and s[P.OTHER] > s[P.COMPUTE] and b.split_reliable:

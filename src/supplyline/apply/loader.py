@@ -188,7 +188,10 @@ class LoaderSettings:
                     "no DataLoader was made: the job loads through a torchdata.nodes pipeline, whose workers are "
                     "its ParallelMapper's num_workers and method; set them where the script builds it"
                 )
-            return "no DataLoader was made"
+            return (
+                "no DataLoader was made, so nothing changed: if the script builds its batches itself (a "
+                "get_batch function), move that into a DataLoader by hand, as `supplyline doctor` shows"
+            )
         parts = []
         if self.changed:
             diffs = sorted({f"{k} {old}→{new}" for change in self.changed for k, (old, new) in change.items()})

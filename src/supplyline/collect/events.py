@@ -9,11 +9,26 @@ importing torch. Times are seconds, sizes bytes; the JSON keys are the field nam
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from supplyline.collect.samples import Sample
 
 LoaderRole = Literal["train", "other"]
+
+
+# A training loop with no loader object (collect/loop_wait): described as a loader of these names.
+LOOP_TYPE = "training loop"
+LOOP_MODULE = ""
+
+
+class _Named(Protocol):
+    loader_type: str
+    loader_module: str
+
+
+def is_loop(loader: _Named | None) -> bool:
+    """The "loader" is the training loop itself: it builds its batches with no loader object."""
+    return loader is not None and loader.loader_type == LOOP_TYPE and loader.loader_module == LOOP_MODULE
 
 
 @dataclass

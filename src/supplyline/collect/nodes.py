@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from supplyline.collect.events import LOOP_MODULE, LOOP_TYPE
+
 LOADER_MODULE = "torchdata.nodes.loader"
 MAX_NODES = 200  # a graph walk bound: pipelines have a handful of nodes
 
@@ -38,6 +40,13 @@ class NodesPipeline:
 def display_name(loader_type: str, loader_module: str) -> str:
     """How sentences name a loader: ``DataLoader``, ``StatefulDataLoader``, ``torchdata.nodes Loader``."""
     return f"torchdata.nodes {loader_type}" if loader_module.startswith("torchdata.nodes") else loader_type
+
+
+def wait_words(loader_type: str, loader_module: str) -> str:
+    """What a step's data wait is, in the verdict's words: waiting on a loader, or building the batch."""
+    if loader_type == LOOP_TYPE and loader_module == LOOP_MODULE:
+        return "building its batch in the training loop (no loader object)"
+    return f"waiting for the {display_name(loader_type, loader_module)}"
 
 
 def walk(root: Any) -> list[Any]:

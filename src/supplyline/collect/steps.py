@@ -63,6 +63,9 @@ class StepClock:
         self.data_wait_cpu = 0.0
         self.depth = 0  # >0 while inside an outer hooked phase
         self.phase: str | None = None  # current outer phase, read by the stack sampler
+        # The phase between outer phases: "data_wait" while a loader-less loop builds its batch
+        # (collect/loop_wait), so the sampler's samples there land on the lines that build it.
+        self.idle_phase: str | None = None
         self.whatif_label = 0.0  # 0 observed, 1 compute-only replay
         self.on_step_closed = on_step_closed
         # True when a framework's callbacks mark the steps (supplyline.integrations): hooks then only
@@ -91,7 +94,7 @@ class StepClock:
         t = _now()
         elapsed = t - started
         self.depth = 0
-        self.phase = None
+        self.phase = self.idle_phase
         if self.intervals is not None:
             self.intervals.append((phase, started, t))
         if self.open_start is None:

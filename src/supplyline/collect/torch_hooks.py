@@ -39,6 +39,7 @@ from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
 from supplyline.collect.loader_classes import overrides, watch_subclasses
+from supplyline.collect.loop_wait import LoopWait
 from supplyline.collect.nodes import LOADER_MODULE as NODES_LOADER
 from supplyline.collect.nodes import describe as describe_nodes
 from supplyline.collect.patching import Patcher
@@ -77,6 +78,7 @@ class TorchHooks(Patcher):
         self.transfers = TransferStats()
         self.save_recorder = SaveRecorder(clock)
         self.eval_spans = EvalSpans(clock)
+        self.loop_wait = LoopWait(clock)  # a loop with no loader object: its batch-building time
         self.saves: list[SaveEvent] = self.save_recorder.events
         self.logging_calls = 0
         self._iter_started: dict[int, float] = {}
@@ -104,6 +106,7 @@ class TorchHooks(Patcher):
         self._patch(DataLoader, "__iter__", self._wrap_iter)
         self._undo.append(watch_subclasses(self._hook_loader_class))
         self._hook_optimizers()
+        self._undo.append(self.loop_wait.disarm)
         self._patch(torch.autograd, "backward", self._wrap_backward)
         self._patch(torch.optim.Optimizer, "__init__", self._wrap_optimizer_init)
         self._patch(builtins, "print", self._wrap_phase(P.LOGGING, count=True))
@@ -388,7 +391,7 @@ class TorchHooks(Patcher):
     def _hook_optimizers(self) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
-        clock, spans = self.clock, self.eval_spans
+        clock, spans, loop = self.clock, self.eval_spans, self.loop_wait
         started: dict[int, float] = {}
 
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
@@ -401,6 +404,8 @@ class TorchHooks(Patcher):
             if self.timeline is not None:
                 self.timeline.on_work_queued()  # the update's launches are queued: the step's last GPU work
             clock.update(id(opt))
+            if clock.last_fetch_loader is None:
+                loop.arm()  # no DataLoader: the time until the next forward builds the next batch
 
         h1, h2 = register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)
         self._undo.append(h1.remove)
@@ -417,7 +422,7 @@ class TorchHooks(Patcher):
         return __init__
 
     def _wrap_backward(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        clock, hooks, spans = self.clock, self, self.eval_spans
+        clock, hooks, spans, loop = self.clock, self, self.eval_spans, self.loop_wait
 
         def backward(*args: Any, **kwargs: Any) -> Any:
             _training_work_begins(clock, spans)
@@ -429,6 +434,8 @@ class TorchHooks(Patcher):
                 if hooks.after_backward is not None and t >= 0:
                     clock.add_collective(hooks.after_backward())
                 clock.update(0)
+                if clock.last_fetch_loader is None and t >= 0:
+                    loop.arm()  # an accumulated micro-batch's next batch is built from here too
 
         return backward
 

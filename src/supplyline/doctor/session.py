@@ -32,6 +32,7 @@ from supplyline.collect.events import (
     SamplerInfo,
     SyncPoint,
     TrialsInfo,
+    is_loop,
 )
 from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
@@ -228,6 +229,8 @@ class DoctorSession:
                 return
             if not self.whatif.enabled:
                 self.whatif.note = "what-if phases off (--no-what-if)"
+            elif self.hooks.loop_wait.info is not None:
+                self.whatif.note = "the training loop builds its batches itself: no loader to replay or drain"
             else:
                 self.whatif.note = "no training DataLoader was seen: nothing to replay or drain"
             ctl.mode = Controller.STOP
@@ -265,7 +268,19 @@ class DoctorSession:
                 loader.stall if loader else "",
                 info.steps_requested,
             )
-            if loader is not None and loader.loader_module.startswith("torchdata.nodes"):
+            if is_loop(loader) and any(p.fix in LOADER_FIXES for p in plans):
+                plans = [p for p in plans if p.fix not in LOADER_FIXES]
+                if not plans:
+                    info.note = (
+                        "not tried: the training loop builds its batches itself; with no loader object "
+                        "there is nothing to rebuild in-process"
+                    )
+                    return False
+            if (
+                loader is not None
+                and loader.loader_module.startswith("torchdata.nodes")
+                and any(p.fix in LOADER_FIXES for p in plans)
+            ):
                 # Its workers live in a node the script built; rebuilding the graph is the script's to do.
                 plans = [p for p in plans if p.fix not in LOADER_FIXES]
                 if not plans:
@@ -371,6 +386,11 @@ class DoctorSession:
             )
         lines = [LineSample(**vars(k), samples=c) for k, c in self.sampler.counts.most_common(200)]
         loaders = [self._loader_entry(lid, info) for lid, info in self.hooks.loaders.items()]
+        loop = self.hooks.loop_wait.info
+        train_id = self.clock.train_loader
+        if loop is not None and train_id is None:  # no loader object: the loop that builds batches is the "loader"
+            loaders.append(replace(loop, role="train"))
+            train_id = loop.loader_id
         saves, logging_calls = list(self.hooks.saves), self.hooks.logging_calls
         if self._before_trial is not None:  # what the trial steps saved and logged is not the job's observed cost
             saves, logging_calls = saves[: self._before_trial[0]], self._before_trial[1]
@@ -389,7 +409,7 @@ class DoctorSession:
             ),
             steps=steps["steps"],
             outside_steps_s=steps["outside_steps_s"],
-            train_loader_id=self.clock.train_loader,
+            train_loader_id=train_id,
             loaders=loaders,
             transfers=self.hooks.transfers,
             saves=saves,

@@ -15,6 +15,7 @@ from supplyline.analyze.checks import library_label
 from supplyline.analyze.next_step import next_step
 from supplyline.analyze.report import REPLAY_NOTE
 from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, share_text
+from supplyline.collect.events import is_loop
 
 if TYPE_CHECKING:
     from supplyline.analyze.breakdown import SourceLine
@@ -239,6 +240,8 @@ def _trials(c: Console, report: Report) -> None:
 
 def loader_line(d: LoaderFacts) -> str:
     """The loader's class and its knobs, in its own terms (a torchdata.nodes pipeline's on its nodes)."""
+    if is_loop(d):
+        return f"No loader object: the training loop builds its batches itself (batch_size={d.batch_size}, no workers)"
     if d.loader_module.startswith("torchdata.nodes"):
         return (
             f"{d.name}: Batcher batch_size={d.batch_size} · ParallelMapper num_workers={d.num_workers} "
