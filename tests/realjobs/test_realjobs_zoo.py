@@ -62,7 +62,9 @@ def test_nanogpt_memmap_job_counts_the_first_update(doctor, zoo_path, tmp_path):
     steps = run.record["steps"]
     assert len(steps["duration_s"]) == 30  # one step per update, the first included
     assert steps["compute_hooked_s"][0] > 0
-    assert run.record["loaders"] == []
+    # no loader object: the batch built in the loop is the one "loader" (collect/loop_wait.py)
+    (loop,) = run.record["loaders"]
+    assert loop["loader_type"] == "training loop" and loop["batches_fetched"] == 29, loop
 
 
 def test_nanogpt_in_loop_evaluation_is_timed_as_eval(doctor, zoo_path, tmp_path):

@@ -32,7 +32,7 @@ from supplyline.analyze.trial_result import loader_trial, trial_decision
 from supplyline.analyze.verdict import Verdict, verdict
 from supplyline.collect.checkpoints import cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, TransferStats, TrialSegment
-from supplyline.collect.nodes import display_name, wait_words
+from supplyline.collect.nodes import display_name, wait_name, wait_words
 from supplyline.errors import UserError
 from supplyline.record import RunRecord, TargetInfo, load_record
 from supplyline.typed import to_plain
@@ -286,6 +286,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             trials[0].quote if trials and _matches(trials[0], findings) else "",
             loader_seen=bool(record.loaders),
             waits_on=_wait_words(sig),
+            wait_noun=_wait_noun(sig),
         ),
         findings=findings,
         steps=_step_stats(b),
@@ -529,6 +530,11 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
 def _wait_words(sig: SupplySignal) -> str:
     loader = sig.loader
     return wait_words(loader.loader_type, loader.loader_module) if loader is not None else ""
+
+
+def _wait_noun(sig: SupplySignal) -> str:
+    loader = sig.loader
+    return wait_name(loader.loader_type, loader.loader_module) if loader is not None else "the DataLoader wait"
 
 
 def dataset_commands(loader: LoaderInfo | None) -> DatasetCommands:

@@ -41,12 +41,14 @@ def verdict(
     measured: str = "",
     loader_seen: bool = True,
     waits_on: str = "",
+    wait_noun: str = "the DataLoader wait",
 ) -> Verdict:
     """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time.
 
     ``measured``: the top finding's trial in words, quoted instead of the bare prediction.
     ``loader_seen``: the job had a DataLoader, so its wait is a measured figure worth quoting.
-    ``waits_on``: what the data wait is, naming the loader ("waiting for the StatefulDataLoader")."""
+    ``waits_on``: what the data wait is, naming the loader ("waiting for the StatefulDataLoader");
+    ``wait_noun``: the same as a noun, for the compute-bound sentence ("the DataLoader wait")."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
         return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
@@ -78,7 +80,7 @@ def verdict(
             f"the model's own training work is {s[P.COMPUTE] * 100:.0f}% — evaluate less often to train faster.",
         )
     also = "".join(f", {s[p.name] * 100:.0f}% is {p.words}" for p in apart)
-    wait = f" and the DataLoader wait is {s[P.DATA_WAIT] * 100:.0f}%" if loader_seen else ""
+    wait = f" and {wait_noun} is {s[P.DATA_WAIT] * 100:.0f}%" if loader_seen else ""
     return Verdict(
         COMPUTE_BOUND,
         f"Compute-bound: the supply line keeps up — {s[P.COMPUTE] * 100:.0f}% of step time is the model's own work"

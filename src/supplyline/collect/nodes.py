@@ -49,6 +49,13 @@ def wait_words(loader_type: str, loader_module: str) -> str:
     return f"waiting for the {display_name(loader_type, loader_module)}"
 
 
+def wait_name(loader_type: str, loader_module: str) -> str:
+    """The data wait as a noun, for the compute-bound sentence: "the DataLoader wait"."""
+    if loader_type == LOOP_TYPE and loader_module == LOOP_MODULE:
+        return "the wait for the batch built in the loop"
+    return f"the {display_name(loader_type, loader_module)} wait"
+
+
 def walk(root: Any) -> list[Any]:
     """The graph's nodes, the root first, each once."""
     seen: list[Any] = []
