@@ -86,11 +86,16 @@ def check_one_screen(report: dict[str, Any], console: str) -> None:
     assert height <= SCREEN_LINES, f"{height} lines:\n" + "\n".join(block)
     text = "\n".join(block)
     assert "too few to tell" not in text, text  # a sampling caveat belongs to --details, beside its rows
+    # the step time beside the rate is the one the rate is made of (17 ms = 58.7 steps/s, not a 3.3 ms median)
+    for ms, rate in re.findall(r"^Step (\d+\.\d+) ms.*? · (\d+\.\d+) steps/s", text, re.M):
+        assert abs(float(ms) * float(rate) / 1000 - 1) < 0.25 or float(ms) < 1, (ms, rate, text)
     loader = next(
         (t for t in report["trials"] if t["fix"] in ("dataloader", "storage") and t["measured_speedup"] is not None),
         None,
     )
     top = report["findings"][0] if report["findings"] else None
+    if top is not None and top["check"] == "checkpoint" and top["fix"].startswith("No gain"):
+        assert "AsyncCheckpointer" not in text and "--apply async_save" not in text, text
     if top is None:
         assert "Fix (" not in text, text
         return

@@ -105,6 +105,12 @@ class FakeSnippets:
             raise ValueError("cannot parse")
         return f"checkpoint fix for {line.strip()!r} every {every_steps}"
 
+    def save_less_often_snippet(self, line: str, guard: str = "", frames=(), every_steps=None) -> str:
+        self.asked.append(("less often", line, guard, list(frames), every_steps))
+        if self.fail:
+            raise ValueError("cannot parse")
+        return f"- {guard.strip()}\n+ every {10 * (every_steps or 50)}"
+
     def dataloader_fix_snippet(self, frames, num_workers: int, prefetch_factor=None) -> str:
         return f"TrainingArguments(dataloader_num_workers={num_workers})"
 
@@ -190,7 +196,10 @@ def test_several_files_saved_together_are_one_checkpoint_and_the_fix_is_for_the_
     assert f.evidence.startswith("3 checkpoints, every 10 steps, 100 MB each, 8 ms each, 2 files each")
     assert "called from train.py:2 `torch.save(model.state_dict(), f'ckpt/{step}.pt')`" in f.evidence
     (asked,) = snip.asked
-    assert asked == ("checkpoint", "    torch.save(model.state_dict(), f'ckpt/{step}.pt')", [f"{src}:2:main"], 10)
+    # 100 MB every 10 short steps: the snapshot costs more than a background write saves, so the
+    # change asked for is the cadence, written for the save line
+    assert f.expected_speedup is None
+    assert asked == ("less often", "    torch.save(model.state_dict(), f'ckpt/{step}.pt')", "", [f"{src}:2:main"], 10)
 
 
 def test_a_trainer_checkpoint_is_never_fixed_by_rewriting_the_users_train_call(tmp_path) -> None:
@@ -387,3 +396,42 @@ def test_workers_that_would_take_cores_from_the_models_threads_are_not_promised_
     alone = _with_root_cpu(record(data_wait=0.003, wait_cpu_ratio=1.0), 95.0)
     (dl,) = input_check(evidence(alone))
     assert dl.expected_speedup is not None and "No gain promised" not in dl.fix
+
+
+def test_saves_too_close_for_a_background_writer_get_a_cadence_change_not_an_async_diff(tmp_path) -> None:
+    from supplyline.analyze.next_step import split_fix
+    from supplyline.fixes import snippets
+
+    src = tmp_path / "train.py"
+    src.write_text("for step in range(100):\n    if step % 5 == 4:\n        torch.save(model.state_dict(), 'c.pt')\n")
+    saves = [
+        save(
+            k * 0.07, 0.060, step=5 * k + 4, nbytes=32_000_000, caller=f"{src}:3:<module>", stack=[f"{src}:3:<module>"]
+        )
+        for k in range(4)
+    ]
+    (f,) = checkpoint_check(evidence(record(steps=20, step_s=0.014, checkpoint=0.012, saves=saves), snippets))
+    assert f.expected_speedup is None and "AsyncCheckpointer" not in f.fix
+    do, change = split_fix(f.fix)
+    # the sentence ends before the diff (no "# once, before the training loop" glued to it)
+    assert do.startswith("No gain expected from saving in the background alone") and "#" not in do
+    assert change == [
+        "# save every 50 steps instead of every 5:",
+        "-     if step % 5 == 4:",
+        "+     if step % 50 == 4:",
+    ]
+
+
+def test_a_background_save_the_trial_measured_slower_becomes_a_cadence_change() -> None:
+    from supplyline.collect.events import TrialRecord
+    from supplyline.fixes import snippets
+
+    saves = [save(k * 0.5, 0.035, step=50 * k + 49, nbytes=1_000_000) for k in range(2)]
+    rec = record(steps=100, checkpoint=0.035 * 2 / 100, saves=saves)
+    (promised,) = checkpoint_check(evidence(rec, snippets))
+    assert promised.expected_speedup and "AsyncCheckpointer" in promised.fix
+    rec.trials.trials.append(TrialRecord("checkpoint", {}, promised.expected_speedup, 10.0, 9.0, 0.9, [0.85, 0.95]))
+    (f,) = checkpoint_check(evidence(rec, snippets))
+    assert f.fix.startswith("No gain measured from saving in the background: the doctor's trial did it on this job")
+    assert "0.90× (0.85–0.95) (slower)" in f.fix and "AsyncCheckpointer" not in f.fix
+    assert f.expected_speedup == promised.expected_speedup  # the model's estimate stays, beside the trial

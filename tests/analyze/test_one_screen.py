@@ -120,3 +120,14 @@ def test_no_finding_says_so_and_prints_no_fix() -> None:
     assert next_step(report) is None
     text = "\n".join(screen(report))
     assert "Fix (" not in text and report.no_findings_sentence.split(":")[0] in text
+
+
+def test_the_step_time_beside_the_rate_is_the_mean_when_long_steps_carry_the_time() -> None:
+    from supplyline.analyze.report import StepStats
+    from supplyline.render.console import step_words
+
+    # 3.3 ms median, 17 ms mean: 58.7 steps/s is the mean's rate, so the mean is the figure quoted
+    skewed = StepStats(60, 1, 3.3, 17.0, 90.0, 58.7, None, 1.0, [3.1, 3.6])
+    assert step_words(skewed, " (95% CI 3.1–3.6)") == "17.0 ms mean, median 3.3 ms (95% CI 3.1–3.6)"
+    even = StepStats(60, 1, 10.0, 10.5, 12.0, 95.0, None, 1.0, None)
+    assert step_words(even, "") == "10.0 ms"

@@ -137,3 +137,22 @@ def test_logging_snippet_never_rewrites_a_line_that_does_not_log():
     snippet = logging_fix_snippet("    optimizer.zero_grad()")
     assert not [x for x in snippet.splitlines() if x.startswith("- ")]
     assert "async_stdout()" in snippet and "async_logging()" in snippet
+
+
+def test_save_less_often_rewrites_the_users_cadence_line():
+    from supplyline.fixes.snippets import save_less_often_snippet
+
+    snippet = save_less_often_snippet(
+        "        torch.save(state, path)", "    if step % 5 == 0:  # every 5", every_steps=5
+    )
+    assert snippet.splitlines() == [
+        "# save every 50 steps instead of every 5:",
+        "-     if step % 5 == 0:  # every 5",
+        "+     if step % 50 == 0:  # every 5",
+    ]
+    # no cadence line found: the save gets a guard, and nothing says AsyncCheckpointer
+    bare = save_less_often_snippet("    torch.save(state, path)", "", every_steps=4)
+    assert "+     if step % 40 == 0:" in bare and "+         torch.save(state, path)" in bare
+    assert "AsyncCheckpointer" not in bare + snippet
+    # a cadence line of another period is not rewritten
+    assert "- if step % 7" not in save_less_often_snippet("torch.save(s, p)", "if step % 7 == 0:", every_steps=5)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
@@ -28,7 +29,7 @@ from supplyline.analyze.speedup import (
     removal_speedup,
 )
 from supplyline.analyze.supply import SupplySignal
-from supplyline.analyze.trial_result import LoaderTrial, loader_trial
+from supplyline.analyze.trial_result import LoaderTrial, loader_trial, measured_trial
 from supplyline.collect.checkpoints import Cadence, cadence, group_checkpoints
 from supplyline.collect.events import LoaderInfo, is_loop
 from supplyline.record import RunRecord
@@ -89,6 +90,10 @@ class FixSnippets(Protocol):
     def checkpoint_fix_snippet(self, line: str, frames: Frames = ..., every_steps: int | None = ...) -> str: ...
 
     def dataloader_fix_snippet(self, frames: Frames, num_workers: int, prefetch_factor: int | None = ...) -> str: ...
+
+    def save_less_often_snippet(
+        self, line: str, guard: str = ..., frames: Frames = ..., every_steps: int | None = ...
+    ) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -530,13 +535,44 @@ def checkpoint_check(ev: Evidence) -> list[Finding]:
     # The fix is written against the frame that made the save call, never against the user's line
     # that only leads to it (a `trainer.train()`).
     caller_code = _source_of(first.caller)
+    gain, why = _background_save_gain(b, cad)
+    trial = measured_trial(ev.record, ("checkpoint",))
+    measured_faster = trial is not None and trial.decision == "faster"  # on this job: the background save it is
+    refuted = trial is not None and not measured_faster
+    if trial is not None and not measured_faster:
+        why = (
+            f"No gain measured from saving in the background: the doctor's trial did it on this job at "
+            f"{trial.figure} ({trial.decision}); save less often (or less) first."
+        )
+    if refuted or (gain is None and not measured_faster):
+        # Saving in the background would not help: the change is the cadence, not an AsyncCheckpointer.
+        guard = _guard_of(first.user_caller or first.caller, every)
+        less = _snippet(
+            lambda s: s.save_less_often_snippet(
+                _source_of(first.user_caller or first.caller), guard, first.stack, every
+            ),
+            ev,
+        )
+        fix = f"{why}\n{less}" if less else f"{why} {_GENERIC_LESS_OFTEN}"
+        return [Finding("checkpoint", severity(share), share, text, fix, gain)]
     fix = _snippet(lambda s: s.checkpoint_fix_snippet(caller_code, first.stack, every_steps=every), ev) or (
         _GENERIC_CHECKPOINT_FIX
     )
-    gain, why = _background_save_gain(b, cad)
-    if gain is None:
-        fix = f"{why} " + fix
     return [Finding("checkpoint", severity(share), share, text, fix, gain)]
+
+
+def _guard_of(frame: str, every: int | None) -> str:
+    """The line a few lines above the save that sets its cadence (``if step % 5 == 0:``), or ""."""
+    parts = _split_frame(frame)
+    if not parts or not every:
+        return ""
+    path, lineno, _ = parts
+    cadence = re.compile(rf"%\s*{every}\b")
+    for above in range(lineno - 1, max(lineno - 4, 0), -1):
+        code = linecache.getline(path, above)
+        if cadence.search(code):
+            return code.rstrip("\n")
+    return ""
 
 
 def _background_save_gain(b: Breakdown, cad: Cadence) -> tuple[float | None, str]:
@@ -557,6 +593,8 @@ def _background_save_gain(b: Breakdown, cad: Cadence) -> tuple[float | None, str
         "(or less) first."
     )
 
+
+_GENERIC_LESS_OFTEN = "Save every 10× as many steps (or by time, or on improvement), then save in the background."
 
 _GENERIC_CHECKPOINT_FIX = (
     "Save in the background: `ckpt = supplyline.fixes.AsyncCheckpointer('checkpoints', keep_last=3)` then "

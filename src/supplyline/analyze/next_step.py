@@ -60,6 +60,9 @@ def next_step(report: Report, report_dir: str | None = None) -> NextStep | None:
         return _input_step(report, top, trial, gain, report_dir)
     switch = {"logging": "async_logging", "checkpoint": "async_save"}.get(top.check)
     declined = trial is not None and trial.decision != "faster"
+    # No gain promised and none measured: the fix is to save less often, which no switch applies.
+    if top.check == "checkpoint" and top.expected_speedup is None and trial is None:
+        declined = True
     command = run_command(report.target, switch) if switch and not declined else ""
     if top.check == "transfer" and report.dataloader is not None and not report.dataloader.pin_memory:
         command = run_command(report.target, "pin_memory")

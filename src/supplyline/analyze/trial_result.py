@@ -52,8 +52,13 @@ class LoaderTrial:
 
 def loader_trial(record: RunRecord) -> LoaderTrial | None:
     """The record's measured loader trial, if one ran to a figure."""
+    return measured_trial(record, LOADER_TRIALS)
+
+
+def measured_trial(record: RunRecord, fixes: tuple[str, ...]) -> LoaderTrial | None:
+    """The record's measured trial of one of ``fixes`` (``("checkpoint",)``), if one ran to a figure."""
     found: TrialRecord | None = next(
-        (t for t in record.trials.trials if t.fix in LOADER_TRIALS and t.measured_speedup is not None), None
+        (t for t in record.trials.trials if t.fix in fixes and t.measured_speedup is not None), None
     )
     if found is None or found.measured_speedup is None:
         return None

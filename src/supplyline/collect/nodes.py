@@ -52,7 +52,7 @@ def wait_words(loader_type: str, loader_module: str) -> str:
 def wait_name(loader_type: str, loader_module: str) -> str:
     """The data wait as a noun, for the compute-bound sentence: "the DataLoader wait"."""
     if loader_type == LOOP_TYPE and loader_module == LOOP_MODULE:
-        return "the wait for the batch built in the loop"
+        return "the batch-building wait"
     return f"the {display_name(loader_type, loader_module)} wait"
 
 

@@ -172,6 +172,46 @@ def checkpoint_fix_snippet(
     )
 
 
+def save_less_often_snippet(
+    line: str, guard: str = "", frames: Iterable[str | Mapping[str, object]] = (), every_steps: int | None = None
+) -> str:
+    """The change that saves ten times less often, for saves that come faster than a background
+    writer could hide them. ``guard`` is the user's line above the save that sets the cadence
+    (``if step % 5 == 0:``), rewritten when it names ``every_steps``; without it the save gets one."""
+    every = every_steps or 50
+    less = 10 * every
+    framework = framework_of(frames)
+    if framework == "hf_trainer":
+        return hf_trainer_snippet(save_steps=max(less, 500), was_every=every_steps)
+    if framework == "lightning":
+        return "\n".join(
+            [
+                "# save less often:",
+                "+ from lightning.pytorch.callbacks import ModelCheckpoint",
+                f"+ Trainer(..., callbacks=[ModelCheckpoint(every_n_train_steps={max(less, 500)})])",
+            ]
+        )
+    g_indent, g_code = _split(guard)
+    cadence = re.compile(rf"%\s*{every}\b")
+    if every_steps and cadence.search(g_code):
+        return "\n".join(
+            [
+                f"# save every {less} steps instead of every {every}:",
+                f"- {g_indent}{g_code}",
+                f"+ {g_indent}{cadence.sub(f'% {less}', g_code, count=1)}",
+            ]
+        )
+    indent, code = _split(line)
+    return "\n".join(
+        [
+            f"# save every {less} steps (every {every} now): guard the save with your step counter",
+            f"- {indent}{code}",
+            f"+ {indent}if step % {less} == 0:",
+            f"+ {indent}    {code}",
+        ]
+    )
+
+
 def dataloader_fix_snippet(
     frames: Iterable[str | Mapping[str, object]], num_workers: int, prefetch_factor: int | None = None
 ) -> str:

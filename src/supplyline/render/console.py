@@ -13,7 +13,7 @@ from rich.table import Table
 from supplyline import phases as P
 from supplyline.analyze.checks import library_label
 from supplyline.analyze.next_step import next_step
-from supplyline.analyze.report import REPLAY_NOTE
+from supplyline.analyze.report import REPLAY_NOTE, StepStats
 from supplyline.analyze.stats import TOO_FEW_ADVICE_DOCTOR, share_text
 from supplyline.collect.events import is_loop
 
@@ -146,7 +146,7 @@ def _step_bar(c: Console, report: Report, width: int = 60) -> None:
         return
     ci = f" (95% CI {s.step_ms_median_ci[0]:.1f}–{s.step_ms_median_ci[1]:.1f})" if s.step_ms_median_ci else ""
     rate = f" · {s.samples_per_s:.0f} samples/s" if s.samples_per_s else ""
-    c.print(f"\n[bold]Step[/] {s.step_ms_median:.1f} ms{ci} · {s.steps_per_s:.1f} steps/s{rate} · {s.observed} steps")
+    c.print(f"\n[bold]Step[/] {step_words(s, ci)} · {s.steps_per_s:.1f} steps/s{rate} · {s.observed} steps")
     shown = [
         (phase, report.phase_share.get(phase.name, 0.0))
         for phase in P.STEP_PHASES
@@ -168,6 +168,17 @@ def _step_bar(c: Console, report: Report, width: int = 60) -> None:
 
 GLYPHS = "█▓▒░▞▚"
 
+# Past this mean/median ratio a few long steps carry the time, and the median is no stand-in for the rate.
+SKEWED = 1.2
+
+
+def step_words(s: StepStats, ci: str) -> str:
+    """The step time that goes with the steps/s beside it: the mean (the rate is its inverse), and
+    the median only beside it, said for what it is, when a few long steps pull the two apart."""
+    if s.step_ms_mean > 0 and s.step_ms_mean > SKEWED * s.step_ms_median:
+        return f"{s.step_ms_mean:.1f} ms mean, median {s.step_ms_median:.1f} ms{ci}"
+    return f"{s.step_ms_median:.1f} ms{ci}"
+
 
 def _gpu_idle_line(c: Console, report: Report) -> None:
     g = report.gpu_idle
@@ -188,7 +199,8 @@ def _steps(c: Console, report: Report) -> None:
     rate = f"{s.samples_per_s:.0f} samples/s" if s.samples_per_s else ""
     ci = f" (95% CI {s.step_ms_median_ci[0]:.1f}–{s.step_ms_median_ci[1]:.1f})" if s.step_ms_median_ci else ""
     c.print(
-        f"\n[bold]Step time[/] median {s.step_ms_median:.1f} ms{ci} · p95 {s.step_ms_p95:.1f} ms · "
+        f"\n[bold]Step time[/] median {s.step_ms_median:.1f} ms{ci} · mean {s.step_ms_mean:.1f} ms · "
+        f"p95 {s.step_ms_p95:.1f} ms · "
         f"{s.steps_per_s:.1f} steps/s {rate} · {s.observed} steps observed"
         + (f" (first {s.warmup_excluded} excluded as warm-up)" if s.warmup_excluded else "")
     )
