@@ -129,6 +129,15 @@ def _check_words_follow_figures(report: dict[str, Any], console: str) -> None:
     for t in report["trials"]:
         if t["measured_speedup"] is not None and len(t["spread"]) == 2:
             assert t["spread"][0] <= t["measured_speedup"] <= t["spread"][1], t
+    failed = next((t for t in report["trials"] if t["fix"] in ("dataloader", "storage") and t.get("failed")), None)
+    if failed is not None:  # workers that failed are never the advice: no change applied, no gain promised as is
+        assert report["dataloader_recommended"]["num_workers"]["recommended"] == _seen_workers(report)
+        assert "--apply" not in console and "Original Traceback" not in console, console
+        top = next((f for f in report["findings"] if f["check"] == failed["fix"]), None)
+        assert top is None or top["fix"].removeprefix("(1) ").startswith(
+            "Make the dataset work in DataLoader workers"
+        ), top
+        return
     loader = next(
         (t for t in report["trials"] if t["fix"] in ("dataloader", "storage") and t["measured_speedup"] is not None),
         None,

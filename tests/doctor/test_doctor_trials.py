@@ -83,3 +83,37 @@ def test_no_try_skips_the_trial(doctor, zoo_path):
     run = doctor("--steps", "10", "--no-what-if", "--no-try", zoo_path("prep_workers0.py"))
     assert run.proc.returncode == 0, run.proc.stderr
     assert run.report["trials"] == [] and 2.0 not in run.record["steps"]["whatif"]
+
+
+def test_workers_that_fail_in_the_trial_change_the_advice(doctor, zoo_path, cli, tmp_path):
+    # the dataset works in the training process and raises in any worker: the model recommends 2
+    # workers, the trial's workers fail, and the advice becomes "make the dataset work in workers"
+    run = doctor("--steps", "20", "--no-what-if", "--try-steps", "8", zoo_path("worker_only_failure.py"))
+    assert run.proc.returncode == 0, run.proc.stderr
+    (trial,) = [t for t in run.report["trials"] if t["fix"] in ("dataloader", "storage")]
+    assert trial["measured_speedup"] is None and trial["settings"]["num_workers"] >= 1
+    assert trial["failed"].startswith("DataLoader worker 0 raised RuntimeError: this dataset's handle")
+    assert trial["failed"].endswith("at worker_only_failure.py:25 in __getitem__"), trial["failed"]
+    rec = run.report["dataloader_recommended"]["num_workers"]
+    assert rec["recommended"] == rec["seen"] == 0 and rec["model"] >= 1
+    top = run.report["findings"][0]
+    assert top["fix"].removeprefix("(1) ").startswith("Make the dataset work in DataLoader workers first"), top["fix"]
+    assert "the trial's workers failed" in run.report["verdict"]["sentence"]
+    # one line, not the worker's traceback; no Run: line that would apply the failing workers
+    assert "Original Traceback" not in run.proc.stderr and "Run:" not in run.proc.stderr
+    assert "Gain: none measured: the trial's workers failed" in run.proc.stderr
+    applied = cli(["run", "--apply", "auto", "--from", run.out, zoo_path("worker_only_failure.py")], cwd=str(tmp_path))
+    assert applied.returncode == 2 and "trial's workers failed" in applied.stderr, applied.stderr
+    assert len(applied.stderr.strip().splitlines()) == 1
+
+
+def test_a_trial_longer_than_an_epoch_goes_on_into_new_passes(doctor, zoo_path):
+    # 8 batches an epoch, latency-bound reads: the trial's stretches hold more steps than an epoch,
+    # and the trial's loader starts new passes over the data instead of ending the trial unmeasured
+    run = doctor("--steps", "20", "--no-what-if", "--try-steps", "30", zoo_path("short_epoch.py"))
+    assert run.proc.returncode == 0, run.proc.stderr
+    (trial,) = [t for t in run.report["trials"] if t["fix"] in ("dataloader", "storage")]
+    assert trial["measured_speedup"] is not None and len(trial["spread"]) == 2, (trial, run.report["notes"])
+    assert max(s["steps"] for s in trial["segments"]) > 8  # a stretch longer than an epoch
+    assert trial["spread"][0] > 1.0, trial  # 3 ms reads, 8 batches of 8: workers in flight gain (truth 4.8x)
+    assert any("went on into" in n and "over the data" in n for n in run.report["notes"]), run.report["notes"]

@@ -266,3 +266,21 @@ def test_an_undecided_trial_runs_more_pairs_then_answers():
     pairs = sum(s.label == "B" for s in trial.segments)
     assert 2 < pairs <= 2 + 2  # one or two extra pairs, never more
     assert trial.spread[0] <= trial.measured_speedup <= trial.spread[1]
+
+
+def test_a_workers_exception_is_one_line_naming_what_it_raised_and_where() -> None:
+    from supplyline.doctor.trial_crash import one_line
+
+    text = (
+        "Caught RuntimeError in DataLoader worker process 1.\nOriginal Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py", line 374, in _worker_loop\n'
+        "    data = fetcher.fetch(index)\n"
+        '  File "/home/me/data/ds.py", line 25, in __getitem__\n'
+        '    raise RuntimeError("handle only valid in its own process")\n'
+        "RuntimeError: handle only valid in its own process\n"
+    )
+    assert one_line(RuntimeError(text)) == (
+        "DataLoader worker 1 raised RuntimeError: handle only valid in its own process at ds.py:25 in __getitem__"
+    )
+    assert one_line(ValueError("bad\nsecond line")) == "ValueError: bad"
+    assert one_line(KeyError()) == "KeyError"

@@ -417,6 +417,12 @@ def _measured_fix(
     workers = trial.workers or 0
     prefetch = trial.settings.get("prefetch_factor")
     setting = _loader_setting(ev, framework, workers, prefetch if isinstance(prefetch, int) else 2)
+    if trial.decision == "failed":
+        return (
+            f"Make the dataset work in DataLoader workers first: the doctor's trial ran num_workers={workers} on "
+            f"this job and {trial.failed}. Open files, handles and connections in `__getitem__` or a "
+            f"`worker_init_fn`, not in `__init__`; then load batches in parallel: {setting}.{measure}"
+        )
     if trial.decision == "faster":
         return (
             f"Load batches in parallel: {setting}; the doctor's trial measured it on this job at "

@@ -54,7 +54,9 @@ def next_step(report: Report, report_dir: str | None = None) -> NextStep | None:
     if not report.findings:
         return None
     top = report.findings[0]
-    trial = next((t for t in report.trials if t.fix == top.check and t.measured_speedup is not None), None)
+    trial = next(
+        (t for t in report.trials if t.fix == top.check and (t.measured_speedup is not None or t.failed)), None
+    )
     gain = _gain(top, trial)
     if top.check in INPUT_CHECKS or top.check == "storage":
         return _input_step(report, top, trial, gain, report_dir)
@@ -74,6 +76,10 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
     d = report.dataloader
     kind = d.loader_type if d is not None else "DataLoader"
     items = fix_items(top.fix)
+    if trial is not None and trial.failed:
+        # The workers failed on this job: the dataset comes first, and nothing is to be applied as is.
+        do_text, snippet = split_fix(items[0])
+        return NextStep(top.check, do_text, snippet, gain, "")
     if trial is not None and trial.decision != "faster":
         # More workers measured no gain on this job: the next item (cheaper samples) is the fix.
         do = items[1] if len(items) > 1 else items[0]
@@ -204,6 +210,10 @@ def _code_lines(text: str) -> list[str]:
 def _gain(top: Finding, trial: Trial | None) -> str:
     """``measured 1.29× (0.98–1.46×) in a 104-step trial: no clear difference; predicted 2.0×``."""
     predicted = f"the model predicted {top.gain_text()}" if top.expected_speedup else ""
+    if trial is not None and trial.failed:
+        return "none measured: the trial's workers failed (the fix says how)" + (
+            f"; {predicted} once workers run" if predicted else ""
+        )
     if trial is None or trial.measured_speedup is None:
         return f"{predicted} (no trial measured it)" if predicted else ""
     spread = f" (95% interval {trial.spread[0]:.2f}–{trial.spread[1]:.2f}×)" if len(trial.spread) == 2 else ""

@@ -55,6 +55,10 @@ def recommended_loader(
             for key in ("num_workers", "prefetch_factor", "persistent_workers"):
                 if key in measured.settings:
                     put(key, measured.settings[key], f"the doctor's trial measured {tried} at {measured.figure}")
+        elif measured.decision == "failed":
+            why = f"the doctor's trial ran {tried} and its workers failed ({measured.failed}); keep what you have"
+            for key in ("num_workers", "prefetch_factor", "persistent_workers"):
+                put(key, getattr(loader, key), why)
         else:
             why = f"the doctor's trial measured {tried} at {measured.figure}: {measured.decision}; keep what you have"
             for key in ("num_workers", "prefetch_factor", "persistent_workers"):

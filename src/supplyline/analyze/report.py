@@ -180,16 +180,19 @@ class Trial:
     startup_s: float | None = None  # worker start-up of the tried loader, kept out of the rate
     segments: list[TrialSegment] = field(default_factory=list)  # candidates, or the A/B stretches
     loader_type: str | None = None  # the class of the loader a loader trial built
+    failed: str = ""  # why the fix failed on this job (a worker raised), in one line
 
     @property
     def decision(self) -> str | None:
-        """``faster``, ``slower`` or ``no difference`` (see ``trial_decision``); None without a figure."""
-        return trial_decision(self.measured_speedup, self.spread)
+        """``faster``, ``slower``, ``no difference`` (see ``trial_decision``) or ``failed``; None without a figure."""
+        return "failed" if self.failed else trial_decision(self.measured_speedup, self.spread)
 
     @property
     def quote(self) -> str:
         """``measured 1.48× in a 40-step trial with num_workers=2; predicted 2.1×``, and, when the
         interval does not say faster, what that means for the fix."""
+        if self.failed:
+            return "the trial's workers failed on this job: make the dataset work in workers first"
         if self.measured_speedup is None:
             return ""
         what = ", ".join(f"{k}={v}" for k, v in self.settings.items() if k != "persistent_workers")
@@ -418,6 +421,7 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             t.startup_s,
             t.segments,
             t.loader_type,
+            t.failed,
         )
         if finding is not None and trial.quote:
             finding.measured_speedup = t.measured_speedup

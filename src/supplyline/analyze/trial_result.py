@@ -36,7 +36,9 @@ class LoaderTrial:
     settings: dict[str, Any]
     speedup: float
     spread: tuple[float, float] | None
-    decision: str
+    decision: str  # faster | slower | no difference | failed
+    # Why the fix failed on this job (decision "failed": a worker raised); its speed-up is then 0, never quoted.
+    failed: str = ""
 
     @property
     def workers(self) -> int | None:
@@ -52,6 +54,10 @@ class LoaderTrial:
 
 def loader_trial(record: RunRecord) -> LoaderTrial | None:
     """The record's measured loader trial, if one ran to a figure."""
+    """A loader trial whose workers failed is one too (decision ``failed``): it changes the advice."""
+    failed = next((t for t in record.trials.trials if t.fix in LOADER_TRIALS and t.failed), None)
+    if failed is not None:
+        return LoaderTrial(dict(failed.settings), 0.0, None, "failed", failed.failed)
     return measured_trial(record, LOADER_TRIALS)
 
 

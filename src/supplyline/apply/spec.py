@@ -143,6 +143,10 @@ def _from_report(document: dict[str, Any], file: str) -> ApplySpec:
     for trial in document.get("trials") or []:
         # The doctor's trial measured the fix on the job itself: its answer beats the table's guess,
         # and a trial that did not measure "faster" (slower, or no clear difference) is not applied.
+        if isinstance(trial, dict) and trial.get("failed") and trial.get("fix") in ("dataloader", "storage"):
+            declined.append(f"its {trial['fix']} trial's workers failed ({trial['failed']})")
+            loader = {}
+            continue
         if not isinstance(trial, dict) or not isinstance(trial.get("measured_speedup"), (int, float)):
             continue
         spread = trial.get("spread")

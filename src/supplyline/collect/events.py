@@ -243,6 +243,9 @@ class TrialRecord:
     segments: list[TrialSegment] = field(default_factory=list)
     note: str = ""
     loader_type: str | None = None  # the class of the loader a loader trial built (its script's own class)
+    # Why the fix itself failed on this job (a DataLoader worker raised), in one line; "" when it ran.
+    # A failed trial has no figure, and its fix is not the advice.
+    failed: str = ""
 
 
 @dataclass

@@ -332,9 +332,9 @@ class DoctorSession:
         try:
             return self.trial.next_batch(original)
         except StopIteration:
-            self.trial.finish("the trial's loader reached the end of the epoch")
+            self.trial.finish("the trial's loader yielded no batch")
         except Exception as exc:  # a worker that cannot start (spawn and an unpicklable dataset...)
-            self.trial.finish(f"the trial's loader failed ({type(exc).__name__}: {exc})")
+            self.trial.fail(trial_crash.one_line(exc))
         self.ctl.mode, self.ctl.batch_source = Controller.STOP, None
         raise StopTraining()
 

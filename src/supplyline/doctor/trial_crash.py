@@ -9,6 +9,8 @@ outcome (the exception, its exit code) is left exactly as it was.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, replace
 
 from supplyline.collect.events import TrialsInfo
@@ -53,3 +55,26 @@ def void(info: TrialsInfo, crash: TrialCrash) -> None:
         else t
         for t in info.trials
     ]
+
+
+# torch re-raises a worker's exception in the training process with the worker's whole traceback in
+# its message ("Caught RuntimeError in DataLoader worker process 0.\nOriginal Traceback ...").
+_WORKER = re.compile(r"Caught (\w+) in DataLoader worker process (\d+)")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: a worker's re-raised one as what the worker raised, where, in your
+    code (the last frame outside torch), never the 20 lines of the worker's traceback."""
+    text = str(exc)
+    found = _WORKER.search(text)
+    if not found:
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else found.group(1)
+    frames = [f for f in _FRAME.finditer(text) if f"{os.sep}torch{os.sep}" not in f.group(1)]
+    where = (
+        f" at {os.path.basename(frames[-1].group(1))}:{frames[-1].group(2)} in {frames[-1].group(3)}" if frames else ""
+    )
+    return f"DataLoader worker {found.group(2)} raised {last}{where}"

@@ -191,6 +191,8 @@ class TrialRunner:
         self._a_skip = 1  # steps an unchanged stretch leaves out: the script's workers' ready batches
         self._script_workers = 0
         self.step_s = 0.0  # the observed median step: how long the announced steps will take
+        self._failed: tuple[int, dict[str, Any], str] | None = None  # (plan, settings, why) of a fix that failed
+        self.passes = 0  # new passes over the dataset a trial loader began when it reached its end
 
     # -- planning ---------------------------------------------------------------------------
     def begin(self, plans: list[PlannedTrial], loader: Any, first_step: int = 0) -> bool:
@@ -442,7 +444,25 @@ class TrialRunner:
             if seg is not None:
                 seg.startup_s = time.perf_counter() - t
             return batch
-        return original(self._trial_iter)
+        try:
+            return original(self._trial_iter)
+        except StopIteration:
+            # A short epoch: the stretch goes on into a new pass over the dataset, as the job's next
+            # epoch would (persistent workers are reset, others started again), not cut short.
+            self._new_pass()
+            return original(self._trial_iter)
+
+    def _new_pass(self) -> None:
+        it, loader = self._trial_iter, self._trial_loader
+        with _quiet_worker_count():
+            if getattr(loader, "persistent_workers", False) and hasattr(it, "_reset"):
+                it._reset(loader)
+            else:
+                shutdown = getattr(it, "_shutdown_workers", None)
+                if shutdown is not None:
+                    shutdown()
+                self._trial_iter = loader._get_iterator()
+        self.passes += 1
 
     def _before(self, seg: _Segment) -> _Segment | None:
         """The stretch of the same plan that ran just before ``seg``."""
@@ -461,6 +481,14 @@ class TrialRunner:
         return trial_stats.segment_rate(seg.durations, self._skip(seg))
 
     # -- results ----------------------------------------------------------------------------
+    def fail(self, why: str) -> None:
+        """The fix itself failed on this job (a trial loader's worker raised): the trial ends, and its
+        record says so, so that the advice is no longer that fix."""
+        seg = self.segment
+        if seg is not None and self.active:
+            self._failed = (seg.plan, dict(seg.settings), why)
+        self.finish(f"the trial's loader failed: {why}")
+
     def finish(self, note: str = "") -> None:
         """End whatever runs (idempotent) and write the results into ``info.trials``."""
         if not self.active:
@@ -471,11 +499,32 @@ class TrialRunner:
         except Exception as exc:
             note = _join(note, f"ending the trial failed: {type(exc).__name__}: {exc}")
         self._snapshot = None  # the copy's memory goes back when the trial ends
+        if self.passes:
+            more = "a new pass" if self.passes == 1 else f"{self.passes} new passes"
+            note = _join(note, f"the trial's loader reached the end of its epoch and went on into {more} over the data")
         if note:
             self.info.note = _join(self.info.note, note)
         for i, plan in enumerate(self.plans):
             segs = [s for s in self.segments if s.plan == i and s.durations]
-            if segs:
+            if self._failed is not None and self._failed[0] == i:
+                _, settings, why = self._failed
+                records = [
+                    TrialSegment(s.label, len(s.durations), None, s.settings, s.startup_s, s.round) for s in segs
+                ]
+                self.info.trials.append(
+                    TrialRecord(
+                        plan.fix,
+                        settings,
+                        plan.predicted,
+                        None,
+                        None,
+                        None,
+                        segments=records,
+                        note=f"failed: {why}",
+                        failed=why,
+                    )
+                )
+            elif segs:
                 self.info.trials.append(self._result(i, plan, segs))
 
     def _result(self, index: int, plan: PlannedTrial, segs: list[_Segment]) -> TrialRecord:

@@ -131,7 +131,10 @@ def _one_screen(c: Console, report: Report, out_dir: str | None) -> None:
         )
         c.print(f"[bold]Also found:[/] {escape(also)}")
     for note in report.notes:
-        said = step is not None and step.by_hand and note.startswith("fix trial: not tried")  # said above
+        said = step is not None and (
+            (step.by_hand and note.startswith("fix trial: not tried"))
+            or ("the trial's loader failed" in note and "the trial's workers failed" in step.gain)
+        )  # said above
         if note not in QUIET_NOTES and not said:  # only what changes what the user should do
             c.print(f"[dim]note: {escape(note)}[/]")
 
