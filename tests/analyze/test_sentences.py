@@ -127,3 +127,20 @@ def test_input_bound_never_sits_beside_keeps_up() -> None:
     assert "keeps up" not in rep.no_findings_sentence and "keeps up" not in console_text(rec)
     healthy = build_report(record())
     assert not healthy.findings and "keeps up" in healthy.no_findings_sentence
+
+
+def test_a_wait_at_the_edge_of_input_bound_does_not_flip_the_verdict_by_its_point() -> None:
+    # the same job twice under a changing load: 19.5% and 20.1% of each step waiting for data
+    below = breakdown(record(step_s=0.010, data_wait=0.00195))
+    above = breakdown(record(step_s=0.010, data_wait=0.00201))
+    for decision in ("slower", "no difference", None):
+        verdicts = [verdict(b, [], trial_decision=decision) for b in (below, above)]
+        assert [v.bound for v in verdicts] == [P.COMPUTE, P.COMPUTE], verdicts
+        assert all("at the edge of input-bound" in v.sentence for v in verdicts), verdicts
+    said = verdict(above, [], trial_decision="slower").sentence
+    assert "the DataLoader wait is 20% (18–22%), at the edge of input-bound: its fix measured slower" in said
+    # a trial that measured the fix faster decides it: input-bound, on both sides of the point
+    assert [verdict(b, [], trial_decision="faster").bound for b in (below, above)] == ["input", "input"]
+    # far from the edge the share decides, whatever the trial said
+    assert verdict(breakdown(record(step_s=0.010, data_wait=0.004)), [], trial_decision="slower").bound == "input"
+    assert verdict(breakdown(record(step_s=0.010, data_wait=0.001)), [], trial_decision="faster").bound == P.COMPUTE

@@ -290,6 +290,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             loader_seen=bool(record.loaders),
             waits_on=_wait_words(sig),
             wait_noun=_wait_noun(sig),
+            trial_decision=trials[0].decision if trials and findings and trials[0].fix == findings[0].check else None,
         ),
         findings=findings,
         steps=_step_stats(b),
