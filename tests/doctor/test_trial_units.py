@@ -284,3 +284,36 @@ def test_a_workers_exception_is_one_line_naming_what_it_raised_and_where() -> No
     )
     assert one_line(ValueError("bad\nsecond line")) == "ValueError: bad"
     assert one_line(KeyError()) == "KeyError"
+
+
+def test_a_stretch_that_drew_down_its_ready_batches_is_rated_at_what_its_workers_make() -> None:
+    from supplyline.doctor.trial_stats import MAX_INVENTORY_FACTOR, inventory_factor
+
+    # 10 rated steps after a skip of 8: 6 batches ready when rating began, 1 at the end: the workers
+    # made 5 of the 10 taken, so in the steady state the steps take twice as long
+    assert inventory_factor([8, 7, 7, 6, 6, 6, 6, 6] + [5, 4, 4, 3, 3, 2, 2, 1, 1, 1], 8) == pytest.approx(2.0)
+    assert inventory_factor([2] * 18, 8) == 1.0  # a queue that held its level: as measured
+    assert inventory_factor([0] * 8 + [1] * 10, 8) == pytest.approx(10 / 11)  # it grew: faster than taken
+    assert inventory_factor([8] * 8 + [0] * 10, 8) == MAX_INVENTORY_FACTOR  # 10 / 2, capped
+    assert inventory_factor([None] * 18, 8) == 1.0 and inventory_factor([3, 2], 2) == 1.0
+
+
+def test_ready_batches_counts_a_real_loaders_queue() -> None:
+    import time
+
+    from torch.utils.data import DataLoader
+
+    from supplyline.doctor.trials import ready_batches
+
+    assert ready_batches(iter(DataLoader(list(range(64)), batch_size=4))) is None  # no workers: nothing to count
+    it = iter(DataLoader(list(range(64)), batch_size=4, num_workers=2, prefetch_factor=2))
+    try:
+        next(it)
+        deadline = time.monotonic() + 30
+        while ready_batches(it) != 3 and time.monotonic() < deadline:  # 2 x 2 outstanding, one taken: 3 come
+            time.sleep(0.01)
+        assert ready_batches(it) == 3
+        next(it)
+        assert ready_batches(it) in (2, 3)  # one taken; its replacement asked for, made or not yet
+    finally:
+        it._shutdown_workers()

@@ -30,6 +30,7 @@ import contextlib
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +54,8 @@ class BackgroundSaves:
         self._dcp_write: _barrier.PendingWrite | None = None  # the folder of the latest distributed save
         self.last_snapshot: Any = reuse  # the state last copied, whose memory the next copy reuses
         self.saves = 0
+        self.busy_s = 0.0  # the writer threads' time on torch.save writes (a fix trial compares it with the steps')
+        self.untimed = 0  # distributed saves, written by torch's own threads: not in busy_s
         self.synchronous: dict[str, int] = {}  # saves made on the call, by why
         self.pid = os.getpid()
         self._installed = False
@@ -128,6 +131,7 @@ class BackgroundSaves:
             result = async_save(state_dict, *args, **kwargs)
             self._dcp_future = future = getattr(result, "upload_completion", result)
             self.saves += 1
+            self.untimed += 1
             folder = kwargs.get("checkpoint_id")
             if isinstance(folder, (str, os.PathLike)) and hasattr(future, "add_done_callback"):
                 # Until written, a look at the folder from this thread waits (torch's writer threads never do).
@@ -144,6 +148,7 @@ class BackgroundSaves:
 
         def run() -> None:
             _barrier.mark_writer_thread()
+            t = time.perf_counter()
             try:
                 job()
             except BaseException as exc:  # held for the training thread, which raises or reports it
@@ -151,6 +156,8 @@ class BackgroundSaves:
                 _barrier.end(write, exc, f"torch.save to {path} failed in the background: {reason}")
             else:
                 _barrier.end(write)
+            finally:
+                self.busy_s += time.perf_counter() - t
 
         self.saves += 1
         self._last = write

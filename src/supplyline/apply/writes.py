@@ -29,6 +29,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -80,6 +81,7 @@ class BackgroundWrites:
         self.items = 0
         self.syncs_queued = 0
         self.syncs_merged = 0
+        self.busy_s = 0.0  # the writer thread's time on the writes (a fix trial compares it with the steps')
         self._finished = False
 
     # -- set-up ----------------------------------------------------------------------------
@@ -153,11 +155,13 @@ class BackgroundWrites:
             if item is _STOP:
                 return
             function, args = item
+            t = time.perf_counter()
             try:
                 function(*args)
             except Exception as exc:  # one failed write must not stop the ones after it
                 if len(self.errors) < 5:
                     self.errors.append(f"{getattr(function, '__name__', 'write')}: {type(exc).__name__}: {exc}")
+            self.busy_s += time.perf_counter() - t
 
     def finish(self) -> None:
         """Write out everything queued, stop the thread and put sys.stdout, logging and os back."""

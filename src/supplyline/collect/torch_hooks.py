@@ -62,6 +62,9 @@ class Controller:
         self.last_batch: Any = None
         self.drain_handler: Callable[[Any, Callable[[Any], Any]], Any] | None = None
         self.batch_source: Callable[[Callable[[Any], Any]], Any] | None = None
+        # The script's own loader iterator in a fix trial's unchanged stretches: how many batches its
+        # workers hold ready is read from it at each step's end (doctor/trials.py ``ready_batches``).
+        self.script_iter: Any = None
 
 
 _PASS = object()  # _intercept: let the fetch run as observed
@@ -373,6 +376,7 @@ class TorchHooks(Patcher):
         if ctl.mode == Controller.DRAIN and ctl.drain_handler is not None:
             ctl.drain_handler(it, original)  # may begin a fix trial
         if ctl.mode == Controller.TRIAL:
+            ctl.script_iter = it
             return _PASS if ctl.batch_source is None else self._trial_fetch(original)
         raise StopTraining()
 

@@ -313,7 +313,7 @@ class DoctorSession:
 
     def _trial_step(self) -> None:
         try:
-            done = self.trial.on_step(self.clock.steps["duration_s"][-1])
+            done = self.trial.on_step(self.clock.steps["duration_s"][-1], self.ctl.script_iter)
         except Exception as exc:
             self.trial.finish(f"the trial stopped early ({type(exc).__name__}: {exc})")
             done = True

@@ -165,6 +165,7 @@ class _Segment:
     startup_s: float | None = None
     done: bool = False
     round: str = ""  # a loader trial's "select" or "measure" round (TrialSegment.round)
+    ready: list[int | None] = field(default_factory=list)  # batches the stretch's loader held ready, per step end
 
 
 class TrialRunner:
@@ -299,7 +300,7 @@ class TrialRunner:
         plan = self.plans[index]
         segs = [s for s in self.segments if s.plan == index and s.durations and s.label in ("A", "B")]
         measure = [s for s in segs if s.round in ("", "measure")]
-        m = trial_stats.alternating([(s.label, s.durations) for s in measure], [self._skip(s) for s in measure])
+        m = trial_stats.alternating([(s.label, self._steady(s)) for s in measure], [self._skip(s) for s in measure])
         if m.speedup is None or m.spread is None or m.spread[0] > 1.0 or m.spread[1] < 1.0:
             return  # decided: faster, or slower
         if 1 / EQUIVALENT <= m.spread[0] and m.spread[1] <= EQUIVALENT:
@@ -408,17 +409,27 @@ class TrialRunner:
                     problems.append(failed)
                     self.lost_saves.append(failed)
                 counts.append(f"{fix.saves} save(s)")
+            waited = time.perf_counter() - t
             if seg.durations:
-                seg.durations[-1] += time.perf_counter() - t
+                # What the writer did beyond the stretch's own time is what the stretch could not hide;
+                # the last write in flight is not (a long run carries one in flight at every moment: a
+                # 7-step stretch charged its drain read the fsync job 21% low).
+                busy = getattr(fix, "busy_s", None)
+                untimed = getattr(fix, "untimed", 0)  # saves torch's own writer threads made: not timed
+                behind = max(0.0, busy - sum(seg.durations)) if isinstance(busy, float) and not untimed else waited
+                seg.durations[-1] += behind
         for p in problems:
             self.info.note = _join(self.info.note, p)
 
-    def on_step(self, duration_s: float) -> bool:
-        """A trial step closed; returns True when every segment is done (the job is then stopped)."""
+    def on_step(self, duration_s: float, script_iter: Any = None) -> bool:
+        """A trial step closed; returns True when every segment is done (the job is then stopped).
+        ``script_iter``: the script's own loader iterator, whose ready batches an unchanged stretch counts."""
         seg = self.segment
         if seg is None:
             return True
         seg.durations.append(duration_s)
+        if self.plans[seg.plan].fix in LOADER_FIXES:
+            seg.ready.append(ready_batches(self._trial_iter if seg.label == "B" else script_iter))
         if len(seg.durations) < seg.steps:
             return False
         self._end_segment()
@@ -478,7 +489,15 @@ class TrialRunner:
         return self._own_skip(seg) + self._refill_skip(seg, self._before(seg))
 
     def _rate(self, seg: _Segment) -> float | None:
-        return trial_stats.segment_rate(seg.durations, self._skip(seg))
+        return trial_stats.segment_rate(self._steady(seg), self._skip(seg))
+
+    def _steady(self, seg: _Segment) -> list[float]:
+        """The stretch's step times as its loader's steady state would give them: a stretch that
+        drew down the batches its loader held ready at the start of its rated steps took them faster
+        than its workers make them (``trial_stats.inventory_factor``)."""
+        skip = max(1, self._skip(seg)) if self.plans[seg.plan].fix in LOADER_FIXES else 1
+        factor = trial_stats.inventory_factor(seg.ready, skip)
+        return seg.durations if factor == 1.0 else [d * factor for d in seg.durations]
 
     # -- results ----------------------------------------------------------------------------
     def fail(self, why: str) -> None:
@@ -533,7 +552,7 @@ class TrialRunner:
         ]
         if plan.fix in LOADER_FIXES:
             measure = [s for s in segs if s.round == "measure"]
-            m = trial_stats.alternating([(s.label, s.durations) for s in measure], [self._skip(s) for s in measure])
+            m = trial_stats.alternating([(s.label, self._steady(s)) for s in measure], [self._skip(s) for s in measure])
             chosen = next((s for s in measure if s.label == "B" and s.settings), None)
             if m.speedup is None or chosen is None:
                 why = (
@@ -592,6 +611,21 @@ class TrialRunner:
             records,
             note,
         )
+
+
+def ready_batches(it: Any) -> int | None:
+    """Batches a multi-process DataLoader iterator holds ready for the loop: received out of order
+    (``_task_info`` entries that carry their data) plus those waiting in its data queue; None for
+    one without workers, or where torch's internals are not these (torch 2.x's dataloader.py)."""
+    info = getattr(it, "_task_info", None)
+    if not isinstance(info, dict):
+        return None
+    try:
+        received = it._rcvd_idx
+        buffered = sum(1 for idx, entry in info.items() if idx >= received and len(entry) == 2)
+        return buffered + int(it._data_queue.qsize())
+    except Exception:  # qsize is not implemented everywhere (macOS): no count, no correction
+        return None
 
 
 def _short(segs: list[_Segment]) -> str:
