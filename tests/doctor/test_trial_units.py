@@ -291,7 +291,7 @@ def test_a_stretch_that_drew_down_its_ready_batches_is_rated_at_what_its_workers
 
     # 10 rated steps after a skip of 8: 6 batches ready when rating began, 1 at the end: the workers
     # made 5 of the 10 taken, so in the steady state the steps take twice as long
-    assert inventory_factor([8, 7, 7, 6, 6, 6, 6, 6] + [5, 4, 4, 3, 3, 2, 2, 1, 1, 1], 8) == pytest.approx(2.0)
+    assert inventory_factor([8, 7, 7, 6, 6, 6, 6, 6, 5, 4, 4, 3, 3, 2, 2, 1, 1, 1], 8) == pytest.approx(2.0)
     assert inventory_factor([2] * 18, 8) == 1.0  # a queue that held its level: as measured
     assert inventory_factor([0] * 8 + [1] * 10, 8) == pytest.approx(10 / 11)  # it grew: faster than taken
     assert inventory_factor([8] * 8 + [0] * 10, 8) == MAX_INVENTORY_FACTOR  # 10 / 2, capped
