@@ -70,6 +70,7 @@ def _set_clock_phases(monkeypatch, phases: tuple[str, ...]) -> None:
         "h2d_bytes",
         "data_wait_cpu_s",
         "cpu_s",
+        "cpu_wait_s",
         "whatif",
     )
     monkeypatch.setattr(steps_module, "STEP_FIELDS", fields)

@@ -57,3 +57,48 @@ def test_pooled_sides_use_every_run() -> None:
     slow = result["slowdown"]
     assert (slow["base_runs"], slow["new_runs"], slow["base_steps"], slow["new_steps"]) == (2, 1, 100, 50)
     assert result["metrics"]["step_ms_median"]["base"] == np.median(np.concatenate(runs[:2])) * 1000
+
+
+def _loaded(seed: int, wait: float, job_cpu: float = 95.0, slower: float = 1.0):
+    """A handmade run of 60 ~10 ms steps of which ``wait`` (a share) was spent waiting for a CPU."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "analyze"))
+    from handmade import record, sample
+
+    own = _steps(60, slower, seed)
+    durations = [t / (1 - wait) for t in own]
+    rec = record(steps=60, durations=durations, monitor=[sample(1000.0 + i * 0.1) for i in range(6)])
+    rec.steps["cpu_wait_s"] = [d - t for d, t in zip(durations, own)]
+    for s in rec.monitor.samples:
+        s.processes[0].cpu_pct = job_cpu
+    return rec
+
+
+def test_other_programs_load_is_taken_out_of_the_gate() -> None:
+    from supplyline.analyze.compare import OWN, gate_times, observed_step_times
+
+    quiet, loaded = _loaded(1, 0.02), _loaded(2, 0.5)  # a neighbour doubled the wall time
+    wall = [observed_step_times(quiet)], [observed_step_times(loaded)]
+    base_s, new_s, basis = gate_times([quiet], [loaded])
+    assert basis.what == OWN and basis.new_wait_share is not None and basis.new_wait_share > 0.45
+    result = compare_reports(_report(wall[0][0]), _report(wall[1][0]), 10, None, *wall, (base_s, new_s, basis))
+    assert not result["failed"] and result["slowdown"]["basis"] == "own", result["gates"][0]["text"]
+    assert result["metrics"]["step_ms_median"]["change_pct"] > 80  # the table still shows the wall time
+    assert compare_reports(_report(wall[0][0]), _report(wall[1][0]), 10, None, *wall)["failed"]  # wall alone fails
+    # a real slowdown still fails under load
+    slow = _loaded(3, 0.5, slower=1.4)
+    b, n, basis = gate_times([quiet], [slow])
+    assert compare_reports(_report(b[0]), _report(n[0]), 10, None, b, n, (b, n, basis))["failed"]
+
+
+def test_a_wait_of_the_jobs_own_making_is_gated_on_wall_time() -> None:
+    from supplyline.analyze.compare import WALL, gate_times
+
+    base, crowded = _loaded(1, 0.02, job_cpu=95.0), _loaded(2, 0.4, job_cpu=190.0)  # NEW's workers took the cores
+    _, _, basis = gate_times([base], [crowded])
+    assert basis.what == WALL and basis.note is not None and "own doing" in basis.note
+    old = _loaded(1, 0.02)
+    del old.steps["cpu_wait_s"]  # an older record: no wait column, wall time
+    assert gate_times([old], [crowded])[2].what == WALL

@@ -8,16 +8,23 @@ observed step times (one time-ordered list per run; several runs per side are po
   the threshold, widened by the run-to-run allowance when a side has one run), otherwise it is
   reported "within noise (±x%)" and passes.
 - ``max_data_wait_pct``: the NEW run's data-wait share of step time may be at most this many percent.
+
+Other programs' load is taken out of the slowdown gate: when both sides' records carry each step's
+wait for a CPU (``cpu_wait_s``: the training thread runnable but not running, from Linux schedstat),
+the gate compares step time less that wait (``gate_times``), unless NEW's own processes keep more
+cores busy and wait longer: then the wait may be the change's own doing and wall time is gated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from supplyline import phases as P
 from supplyline.analyze import stats
 from supplyline.analyze.breakdown import observed_indices
+from supplyline.analyze.supply import job_cores
 from supplyline.errors import UserError
 from supplyline.record import RunRecord
 
@@ -28,6 +35,95 @@ def observed_step_times(record: RunRecord) -> list[float]:
     idx, _ = observed_indices(record)
     durations = record.steps.get("duration_s", [])
     return [durations[i] for i in idx]
+
+
+# NEW's job may wait longer for a CPU of its own doing (more workers than cores): with this many
+# more cores busy in its own processes and this much more of its step spent waiting, wall time is gated.
+OWN_CORES_MORE = 0.3
+OWN_WAIT_MORE = 0.05
+WALL = "median step time"
+OWN = "median step time less its wait for a CPU"
+
+
+def own_step_times(record: RunRecord) -> list[float] | None:
+    """The observed step times less the training thread's wait for a CPU in each step; None when
+    the record has no such column (older records, or no schedstat: then it holds zeros)."""
+    idx, _ = observed_indices(record)
+    durations, waits = record.steps.get("duration_s", []), record.steps.get("cpu_wait_s")
+    if not waits or len(waits) != len(durations) or not any(waits[i] for i in idx):
+        return None
+    # A step is never less than its own running time; the floor keeps a misread wait from zeroing it.
+    return [max(durations[i] - waits[i], 0.05 * durations[i]) for i in idx]
+
+
+@dataclass(frozen=True)
+class GateBasis:
+    """The step times the slowdown gate compares, and the figures that chose them."""
+
+    what: str  # WALL or OWN
+    base_wait_share: float | None  # share of the observed step time spent waiting for a CPU
+    new_wait_share: float | None
+    base_job_cores: float | None  # cores the job's own processes kept busy
+    new_job_cores: float | None
+    note: str | None  # one line when the basis needs saying
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "basis": "own" if self.what == OWN else "wall",
+            "base_cpu_wait_share": self.base_wait_share,
+            "new_cpu_wait_share": self.new_wait_share,
+            "base_job_cores": self.base_job_cores,
+            "new_job_cores": self.new_job_cores,
+            "note": self.note,
+        }
+
+
+def _wait_share(records: Sequence[RunRecord]) -> float | None:
+    wall = waited = 0.0
+    for r in records:
+        idx, _ = observed_indices(r)
+        waits = r.steps.get("cpu_wait_s")
+        if not waits:
+            return None
+        wall += sum(r.steps["duration_s"][i] for i in idx)
+        waited += sum(waits[i] for i in idx)
+    return waited / wall if wall > 0 else None
+
+
+def _cores(records: Sequence[RunRecord]) -> float | None:
+    values = [c for c in (job_cores(r) for r in records) if c is not None]
+    return sum(values) / len(values) if values else None
+
+
+def gate_times(
+    base: Sequence[RunRecord], new: Sequence[RunRecord]
+) -> tuple[list[list[float]], list[list[float]], GateBasis]:
+    """Each side's step times for the slowdown gate (one list per run) and the basis they are on:
+    less the waits for a CPU when every run has them, else wall time."""
+    wall_b, wall_n = [observed_step_times(r) for r in base], [observed_step_times(r) for r in new]
+    own_b, own_n = [own_step_times(r) for r in base], [own_step_times(r) for r in new]
+    share_b, share_n = _wait_share(base), _wait_share(new)
+    cores_b, cores_n = _cores(base), _cores(new)
+    figures = (share_b, share_n, cores_b, cores_n)
+    if any(t is None for t in [*own_b, *own_n]) or share_b is None or share_n is None:
+        return wall_b, wall_n, GateBasis(WALL, *figures, None)
+    if (
+        cores_b is not None
+        and cores_n is not None
+        and cores_n > cores_b + OWN_CORES_MORE
+        and share_n > share_b + OWN_WAIT_MORE
+    ):
+        note = (
+            f"NEW's own processes keep more cores busy ({cores_n:.1f} vs {cores_b:.1f}) and its training thread "
+            f"waits longer for a CPU ({share_n:.0%} vs {share_b:.0%} of step time): that wait may be the change's "
+            "own doing, so the gate compares wall time"
+        )
+        return wall_b, wall_n, GateBasis(WALL, *figures, note)
+    note = (
+        f"the gate takes out the time the training thread waited for a CPU (BASE {share_b:.0%}, NEW {share_n:.0%} "
+        "of step time): other programs' load is not the change's"
+    )
+    return [t for t in own_b if t is not None], [t for t in own_n if t is not None], GateBasis(OWN, *figures, note)
 
 
 def _change_pct(base: float | None, new: float | None) -> float | None:
@@ -43,10 +139,12 @@ def compare_reports(
     max_data_wait_pct: float | None = None,
     base_steps_s: Sequence[Sequence[float]] | None = None,
     new_steps_s: Sequence[Sequence[float]] | None = None,
+    gate: tuple[Sequence[Sequence[float]], Sequence[Sequence[float]], GateBasis] | None = None,
 ) -> dict[str, Any]:
     """Compare two reports. ``base_steps_s``/``new_steps_s``: each side's observed step times in
-    seconds, one list per run (``observed_step_times``); without them the slowdown gate falls
-    back to a bare comparison of the two medians, with no noise estimate."""
+    seconds, one list per run (``observed_step_times``), for the table and, without ``gate``
+    (``gate_times``: the times the slowdown gate decides on, and their basis), for the gate too;
+    without step times the gate falls back to a bare comparison of the two medians."""
     for label, rep in (("BASE", base), ("NEW", new)):
         if not rep["steps"]["observed"]:
             raise UserError(f"{label} ({rep['target']['name']}) has no observed training steps to compare")
@@ -67,8 +165,11 @@ def compare_reports(
     new_checks = {f["check"] for f in new["findings"]}
     gates = []
     slowdown_test = None
+    basis = None
     if base_steps_s is not None and new_steps_s is not None:
-        slowdown_test = stats.compare_step_times(base_steps_s, new_steps_s, max_slowdown_pct)
+        gate_b, gate_n, basis = gate if gate is not None else (base_steps_s, new_steps_s, None)
+        what = basis.what if basis is not None else WALL
+        slowdown_test = stats.compare_step_times(gate_b, gate_n, max_slowdown_pct, what=what)
         _pooled_metrics(metrics, base_steps_s, new_steps_s)
     slowdown = metrics["step_ms_median"]["change_pct"]
     if max_slowdown_pct is not None:
@@ -95,7 +196,7 @@ def compare_reports(
             "appeared": sorted(new_checks - base_checks),
             "resolved": sorted(base_checks - new_checks),
         },
-        "slowdown": None if slowdown_test is None else _slowdown_dict(slowdown_test),
+        "slowdown": None if slowdown_test is None else _slowdown_dict(slowdown_test, basis),
         "gates": gates,
         "failed": any(g["failed"] for g in gates),
     }
@@ -142,8 +243,9 @@ def _slowdown_gate(limit_pct: float, slowdown: float | None, test: stats.Slowdow
     }
 
 
-def _slowdown_dict(test: stats.SlowdownTest) -> dict[str, Any]:
+def _slowdown_dict(test: stats.SlowdownTest, basis: GateBasis | None) -> dict[str, Any]:
     return {
+        **(GateBasis(WALL, None, None, None, None, None) if basis is None else basis).to_dict(),
         "ratio": test.ratio.estimate,
         "ratio_interval": [test.ratio.low, test.ratio.high],
         "decision_interval": [test.decision.low, test.decision.high],

@@ -391,6 +391,7 @@ def compare_step_times(
     alpha: float = ALPHA,
     confidence: float = CONFIDENCE,
     run_to_run_pct: float = RUN_TO_RUN_PCT,
+    what: str = "median step time",
 ) -> SlowdownTest:
     """Is NEW slower than BASE, beyond ``max_slowdown_pct``, and beyond the noise?
 
@@ -423,7 +424,7 @@ def compare_step_times(
         verdict = f"within noise ({noise})"
     else:
         verdict = f"noise {noise}"
-    text = f"median step time {change:+.1f}% vs BASE{limit_text}; {verdict}"
+    text = f"{what} {change:+.1f}% vs BASE{limit_text}; {verdict}"
     return SlowdownTest(
         ratio=ratio,
         decision=decision,

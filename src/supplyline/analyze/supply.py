@@ -60,6 +60,15 @@ def _window_samples(record: RunRecord) -> list[Sample]:
     return inside or samples
 
 
+def job_cores(record: RunRecord) -> float | None:
+    """Mean cores this job's process tree (trainer and workers) kept busy while its observed steps
+    ran, from the host monitor; None without samples."""
+    samples = [s for s in _window_samples(record) if s.processes]
+    if not samples:
+        return None
+    return statistics.mean(sum(p.cpu_pct for p in s.processes) / 100.0 for s in samples)
+
+
 def other_cores_busy(samples: list[Sample], cores: int) -> float:
     """Mean cores busy outside this job's process tree over ``samples`` (0 with no samples)."""
     if not samples:

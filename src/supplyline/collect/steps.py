@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from supplyline import phases as P
+from supplyline.preprocess.schedclock import queue_wait_ns
 
 PHASES = P.CLOCK_PHASES
 STEP_FIELDS = (
@@ -32,12 +33,16 @@ STEP_FIELDS = (
     "h2d_bytes",
     f"{P.DATA_WAIT}_cpu_s",
     "cpu_s",
+    "cpu_wait_s",
     "whatif",
 )
 
 _now = time.perf_counter
 MAX_INTERVALS = 2_000_000  # phase intervals kept for the GPU-idle attribution (~200 MB at most)
 _cpu = time.thread_time
+# ns the training thread waited for a CPU (Linux schedstat, one pread of a cached fd, ~2 µs): the
+# compare gate takes it out of the step time, since other programs' load says nothing of the job.
+_queue = queue_wait_ns
 
 
 class StepClock:
@@ -56,6 +61,8 @@ class StepClock:
         self.has_optimizer = False
         self.open_start: float | None = None
         self.open_cpu = 0.0  # the training thread's CPU time when the step opened
+        self.open_wait = 0  # ... and its ns waited for a CPU
+        self._closed_wait = 0  # the wait read when the last step closed, for the step opened with it
         self.updates = 0
         self.acc = dict.fromkeys(PHASES, 0.0)
         self.batches = 0
@@ -216,6 +223,7 @@ class StepClock:
     def _open(self, t: float, cpu: float | None = None) -> None:
         self.open_start = t
         self.open_cpu = _cpu() if cpu is None else cpu
+        self.open_wait = _queue() if cpu is None else self._closed_wait
         self.updates = 0
         self.acc = dict.fromkeys(PHASES, 0.0)
         self.batches = 0
@@ -225,6 +233,7 @@ class StepClock:
     def _close(self, t: float) -> float:
         """Close the open step at ``t``; returns the thread CPU time read, for the next ``_open``."""
         cpu = _cpu()
+        wait = self._closed_wait = _queue()
         start = self.open_start
         if start is None:
             return cpu
@@ -240,6 +249,7 @@ class StepClock:
                 self.h2d_bytes,
                 self.data_wait_cpu,
                 cpu - self.open_cpu,
+                (wait - self.open_wait) / 1e9,
                 self.whatif_label,
             ),
         ):

@@ -6,10 +6,13 @@ import argparse
 import glob
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from supplyline import cli_types
 from supplyline.errors import UserError
+
+if TYPE_CHECKING:
+    from supplyline.record import RunRecord
 
 NAME = "compare"
 HELP = "compare two saved runs (step time, samples/s, phase shares, findings); exit 1 when a threshold is crossed"
@@ -59,16 +62,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.analyze.compare import compare_reports
+    from supplyline.analyze.compare import compare_reports, gate_times, observed_step_times
 
     for name in ("max_slowdown", "max_data_wait"):
         value = getattr(args, name)
         if value is not None and value < 0:
             raise UserError(f"--{name.replace('_', '-')} must be 0 or more")
     base_paths, new_paths = _sides(args.runs, args.new_side)
-    base, base_steps = _load_side([*base_paths, *args.base_runs], "BASE")
-    new, new_steps = _load_side([*new_paths, *args.new_runs], "NEW")
-    result = compare_reports(base, new, args.max_slowdown, args.max_data_wait, base_steps, new_steps)
+    base, base_records = _load_side([*base_paths, *args.base_runs], "BASE")
+    new, new_records = _load_side([*new_paths, *args.new_runs], "NEW")
+    base_steps = [observed_step_times(r) for r in base_records]
+    new_steps = [observed_step_times(r) for r in new_records]
+    gate = gate_times(base_records, new_records)
+    result = compare_reports(base, new, args.max_slowdown, args.max_data_wait, base_steps, new_steps, gate)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -94,12 +100,11 @@ def _expand(patterns: list[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _load_side(patterns: list[str], label: str) -> tuple[dict[str, Any], list[list[float]]]:
-    """The first run's report (verdict, phases, findings) and every run's observed step times."""
-    from supplyline.analyze.compare import observed_step_times
+def _load_side(patterns: list[str], label: str) -> tuple[dict[str, Any], list[RunRecord]]:
+    """The first run's report (verdict, phases, findings) and every run's record."""
     from supplyline.analyze.report import report_from_saved
 
-    reports, steps = [], []
+    reports, records = [], []
     for path in _expand(patterns):
         try:
             record, typed = report_from_saved(path)
@@ -109,8 +114,8 @@ def _load_side(patterns: list[str], label: str) -> tuple[dict[str, Any], list[li
         if not report["steps"]["observed"]:
             raise UserError(f"{label} ({path}) has no observed training steps to compare")
         reports.append(report)
-        steps.append(observed_step_times(record))
-    return reports[0], steps
+        records.append(record)
+    return reports[0], records
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -173,11 +178,12 @@ def _print(result: dict[str, Any]) -> None:
             else ""
         )
         c.print(
-            f"NEW/BASE median step {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}, block bootstrap) · one-sided "
+            f"NEW/BASE {'median step less its CPU wait' if slow['basis'] == 'own' else 'median step'} {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}, block bootstrap) · one-sided "
             f"Mann-Whitney p={slow['p_value']:.2g} · {slow['base_steps']} vs {slow['new_steps']} steps{runs}"
         )
-        if slow["runs_note"]:
-            c.print(escape(slow["runs_note"]))
+        for note in (slow.get("note"), slow["runs_note"]):
+            if note:
+                c.print(escape(note))
     for g in result["gates"]:
         c.print(("[bold red]FAIL[/] " if g["failed"] else "[green]ok[/]   ") + escape(g["text"]))
     if result["gates"] and not result["failed"]:
