@@ -102,3 +102,11 @@ def test_a_wait_of_the_jobs_own_making_is_gated_on_wall_time() -> None:
     old = _loaded(1, 0.02)
     del old.steps["cpu_wait_s"]  # an older record: no wait column, wall time
     assert gate_times([old], [crowded])[2].what == WALL
+
+
+def test_a_quiet_run_with_no_wait_at_all_still_takes_the_loaded_sides_wait_out() -> None:
+    from supplyline.analyze.compare import OWN, WALL, gate_times
+
+    quiet, loaded = _loaded(1, 0.0), _loaded(2, 0.5)  # every step of the quiet run waited 0 s
+    assert gate_times([quiet], [loaded])[2].what == OWN
+    assert gate_times([quiet], [_loaded(3, 0.0)])[2].what == WALL  # nothing waited on either side

@@ -47,10 +47,11 @@ OWN = "median step time less its wait for a CPU"
 
 def own_step_times(record: RunRecord) -> list[float] | None:
     """The observed step times less the training thread's wait for a CPU in each step; None when
-    the record has no such column (older records, or no schedstat: then it holds zeros)."""
+    the record has no such column (older records). A quiet run, or one without schedstat, holds
+    zeros: its times are its wall times, and the other side's waits still come out."""
     idx, _ = observed_indices(record)
     durations, waits = record.steps.get("duration_s", []), record.steps.get("cpu_wait_s")
-    if not waits or len(waits) != len(durations) or not any(waits[i] for i in idx):
+    if not waits or len(waits) != len(durations):
         return None
     # A step is never less than its own running time; the floor keeps a misread wait from zeroing it.
     return [max(durations[i] - waits[i], 0.05 * durations[i]) for i in idx]
@@ -105,8 +106,8 @@ def gate_times(
     share_b, share_n = _wait_share(base), _wait_share(new)
     cores_b, cores_n = _cores(base), _cores(new)
     figures = (share_b, share_n, cores_b, cores_n)
-    if any(t is None for t in [*own_b, *own_n]) or share_b is None or share_n is None:
-        return wall_b, wall_n, GateBasis(WALL, *figures, None)
+    if any(t is None for t in [*own_b, *own_n]) or share_b is None or share_n is None or share_b == share_n == 0:
+        return wall_b, wall_n, GateBasis(WALL, *figures, None)  # no column, or nothing waited: wall time
     if (
         cores_b is not None
         and cores_n is not None
