@@ -144,3 +144,14 @@ def test_a_wait_at_the_edge_of_input_bound_does_not_flip_the_verdict_by_its_poin
     # far from the edge the share decides, whatever the trial said
     assert verdict(breakdown(record(step_s=0.010, data_wait=0.004)), [], trial_decision="slower").bound == "input"
     assert verdict(breakdown(record(step_s=0.010, data_wait=0.001)), [], trial_decision="faster").bound == P.COMPUTE
+
+
+def test_a_gil_bound_loader_decides_a_wait_at_the_edge_without_a_trial() -> None:
+    # A thread worker holding the GIL stretches the training thread's own time: the wait understates.
+    edge = breakdown(record(step_s=0.010, data_wait=0.00195))
+    v = verdict(edge, [], gil_bound=True)
+    assert v.bound == "input" and "hold the GIL the training thread needs" in v.sentence, v
+    # a trial's answer still decides over the GIL rule, and far from the edge the share does
+    assert verdict(edge, [], trial_decision="slower", gil_bound=True).bound == P.COMPUTE
+    low = breakdown(record(step_s=0.010, data_wait=0.0005))
+    assert verdict(low, [], gil_bound=True).bound == P.COMPUTE

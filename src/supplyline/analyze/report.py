@@ -291,6 +291,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
             waits_on=_wait_words(sig),
             wait_noun=_wait_noun(sig),
             trial_decision=trials[0].decision if trials and findings and trials[0].fix == findings[0].check else None,
+            gil_bound=sig.gil_bound,
         ),
         findings=findings,
         steps=_step_stats(b),

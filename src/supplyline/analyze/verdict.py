@@ -46,6 +46,7 @@ def verdict(
     waits_on: str = "",
     wait_noun: str = "the DataLoader wait",
     trial_decision: str | None = None,
+    gil_bound: bool = False,
 ) -> Verdict:
     """The CPU-side verdict, or on CUDA (``gpu`` measured) the one judged from GPU idle time.
 
@@ -54,11 +55,15 @@ def verdict(
     ``waits_on``: what the data wait is, naming the loader ("waiting for the StatefulDataLoader");
     ``wait_noun``: the same as a noun, for the compute-bound sentence ("the DataLoader wait").
     ``trial_decision``: the top finding's trial answer (faster / slower / no difference / failed).
+    ``gil_bound``: the loader's thread workers and the training thread share about one core (the GIL).
 
     A share at the edge of ``BOUND_SHARE`` (its 95% interval, or ``EDGE`` either side, holds the
     threshold) does not decide by which side its point fell: a trial of the fix decides (faster:
     bound), and without one the step is called the model's, the sentence saying it is at the edge.
-    Two runs of one job then get one verdict, not COMPUTE at 19.5% and INPUT at 20.1%."""
+    Two runs of one job then get one verdict, not COMPUTE at 19.5% and INPUT at 20.1%. Without a
+    trial, a GIL-bound loader decides a data wait at the edge: its threads hold the GIL the training
+    thread needs, so part of the step's own time is theirs and the wait's share understates the input
+    side (a torchdata.nodes mapper with one thread worker: wait 26–42% over runs, compute doubled)."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
         return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
@@ -72,10 +77,15 @@ def verdict(
     ci = b.share_ci.get(top.name)
     low, high = (min(ci.low, share - EDGE), max(ci.high, share + EDGE)) if ci else (share - EDGE, share + EDGE)
     at_edge = top.bound is not None and low < BOUND_SHARE <= high
-    bound = trial_decision == "faster" if at_edge else share >= BOUND_SHARE
+    gil_decides = at_edge and trial_decision is None and gil_bound and top.name == P.DATA_WAIT
+    bound = (trial_decision == "faster" or gil_decides) if at_edge else share >= BOUND_SHARE
     if bound and top.bound is not None:
         words = waits_on if top.name == P.DATA_WAIT and waits_on else top.words
         head = f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {words}"
+        if gil_decides or (gil_bound and top.name == P.DATA_WAIT):
+            head += (
+                "; its thread workers hold the GIL the training thread needs, so part of the compute time is theirs too"
+            )
         return Verdict(top.bound, f"{head}{_gain(findings, measured)}.", f"{head}.")
     if s[P.OTHER] >= OTHER_SHARE and s[P.OTHER] > s[P.COMPUTE] and b.split_reliable:
         where = b.top_lines[0] if b.top_lines else None
