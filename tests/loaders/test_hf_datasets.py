@@ -1,0 +1,75 @@
+"""Hugging Face ``datasets`` (the real package, pinned in the test extras) in a torch DataLoader: a
+map-style ``Dataset`` with a per-sample ``set_transform`` is judged like any dataset, the fix names
+the DataLoader's knobs, the trial rebuilds the loader over the same HF dataset, and a healthy job is
+compute-bound. The speed-up is not asserted here (see docs/loaders.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+pytest.importorskip("datasets")
+
+JOB = os.path.join(os.path.dirname(__file__), "zoo", "hf_starved.py")
+
+
+def _doctor(tmp_path, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    out = str(tmp_path / "report")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "supplyline",
+            "doctor",
+            "--out",
+            out,
+            "--steps",
+            "30",
+            "--what-if-steps",
+            "10",
+            JOB,
+            *job,
+        ],
+        cwd=str(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    with open(os.path.join(out, "report.json")) as fh:
+        return proc, json.load(fh)
+
+
+@pytest.mark.slow
+def test_a_starved_hf_dataset_gets_workers_and_a_trial(tmp_path, words_follow_figures, one_screen) -> None:
+    proc, rep = _doctor(tmp_path, "300")
+    d = rep["dataloader"]
+    assert (d["loader_type"], d["dataset_type"], d["num_workers"], d["stall"]) == (
+        "DataLoader",
+        "Dataset",
+        0,
+        "prep",
+    ), d
+    assert rep["verdict"]["bound"] == "input", rep["verdict"]
+    top = rep["findings"][0]
+    assert top["check"] == "dataloader" and "num_workers=" in top["fix"], top
+    # The trial rebuilt a DataLoader over the same HF dataset (its transform runs in the workers).
+    assert rep["trials"] and rep["trials"][0]["fix"] == "dataloader", rep["trials"]
+    assert rep["trials"][0]["measured_speedup"], rep["trials"][0]
+    words_follow_figures(rep, proc.stderr)
+    one_screen(rep, proc.stderr)
+
+
+@pytest.mark.slow
+def test_a_healthy_hf_dataset_is_compute_bound(tmp_path, words_follow_figures, one_screen) -> None:
+    proc, rep = _doctor(tmp_path, "300", "--healthy")
+    assert rep["verdict"]["bound"] == "compute", rep["verdict"]
+    assert not any(f["check"] == "dataloader" for f in rep["findings"]), rep["findings"]
+    words_follow_figures(rep, proc.stderr)
+    one_screen(rep, proc.stderr)
