@@ -94,7 +94,7 @@ def test_a_starved_pipeline_gets_the_fix_in_its_own_nodes(tmp_path, words_follow
     assert rep["dataloader"]["loader_module"] == "torchdata.nodes.loader"
     assert rep["dataloader"]["worker_method"] == "thread" and rep["dataloader"]["num_workers"] == 1
     assert rep["verdict"]["bound"] == "input" and "waiting for the torchdata.nodes Loader" in rep["verdict"]["sentence"]
-    assert rep["phase_share"]["data_wait"] > 0.2  # 26–42% over runs: the GIL stretches the step too
+    assert rep["phase_share"]["data_wait"] > 0.2  # 26–48% over 8 runs: the GIL stretches the step too
     assert rep["dataloader"]["stall"] == "prep", rep["dataloader"]
     top = rep["findings"][0]
     assert top["check"] == "dataloader", top

@@ -63,7 +63,7 @@ def verdict(
     Two runs of one job then get one verdict, not COMPUTE at 19.5% and INPUT at 20.1%. Without a
     trial, a GIL-bound loader decides a data wait at the edge: its threads hold the GIL the training
     thread needs, so part of the step's own time is theirs and the wait's share understates the input
-    side (a torchdata.nodes mapper with one thread worker: wait 26–42% over runs, compute doubled)."""
+    side (a torchdata.nodes mapper with one thread worker: wait 26–48% over 8 runs, compute doubled)."""
     if b.steps and gpu is not None and gpu.idle_share is not None and gpu.wall_s > 0:
         return gpu_verdict(b, findings, gpu, measured)
     if b.steps == 0:
@@ -82,7 +82,7 @@ def verdict(
     if bound and top.bound is not None:
         words = waits_on if top.name == P.DATA_WAIT and waits_on else top.words
         head = f"{top.bound.capitalize()}-bound: {share * 100:.0f}% of each training step is spent {words}"
-        if gil_decides or (gil_bound and top.name == P.DATA_WAIT):
+        if gil_bound and top.name == P.DATA_WAIT:  # gil_decides is one case of it
             head += (
                 "; its thread workers hold the GIL the training thread needs, so part of the compute time is theirs too"
             )
