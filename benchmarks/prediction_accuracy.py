@@ -31,6 +31,8 @@ import tempfile
 import textwrap
 import time
 
+from supplyline.analyze.trial_result import trial_decision
+
 HEAD = """
 import os, sys, time
 import torch
@@ -199,14 +201,6 @@ def direction_right(decision: str | None, spread: list[float], truth: list[float
     return near and len(spread) == 2 and spread[0] <= med <= spread[1]
 
 
-def decide(measured: float | None, spread: list[float]) -> str | None:
-    if measured is None:
-        return None
-    if len(spread) == 2:
-        return "faster" if spread[0] > 1.0 else "slower" if spread[1] < 1.0 else "no difference"
-    return "faster" if measured >= EQUIVALENT else "slower" if measured <= 1 / EQUIVALENT else "no difference"
-
-
 def loader_settings(rep: dict) -> tuple[dict, dict]:
     rec = rep.get("dataloader_recommended") or {}
     # the settings the prediction is for: the model's own, beside a trial's answer
@@ -261,7 +255,7 @@ def measure(name: str, body: str, kind: str, repeats: int, steps: int, work: str
                 "truth": truth["recommended"],
                 "trial": trial["measured_speedup"] if trial else None,
                 "trial_spread": spread,
-                "trial_decision": decide(trial["measured_speedup"], spread) if trial else None,
+                "trial_decision": trial_decision(trial["measured_speedup"], spread) if trial else None,
                 "trial_truth": truth.get("tried", truth["recommended"]),
                 "recommended": recommended or ({"fix": kind} if kind not in ("loader", "none") else {}),
                 "tried": tried,

@@ -192,5 +192,8 @@ def test_trial_decision_reads_the_interval():
     assert trial_decision(1.2, [1.05, 1.4]) == "faster"
     assert trial_decision(0.9, [0.84, 0.97]) == "slower"
     assert trial_decision(1.2, [0.95, 1.4]) == "no difference"
+    # real but too small to act on: inside the 5% band the interval's side does not decide
+    assert trial_decision(0.96, [0.93, 0.99]) == "no difference"
+    assert trial_decision(1.03, [1.01, 1.06]) == "no difference"
     assert trial_decision(None, [1.1, 1.2]) is None
     assert trial_decision(1.2, None) == "faster" and trial_decision(1.01, []) == "no difference"  # older records

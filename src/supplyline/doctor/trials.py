@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from supplyline.analyze.trial_result import EQUIVALENT  # inside ±5%: "no difference", no gain worth a change
 from supplyline.collect.checkpoints import group_checkpoints
 from supplyline.collect.events import SaveEvent, TrialRecord, TrialSegment, TrialsInfo
 from supplyline.doctor import trial_stats
@@ -37,7 +38,6 @@ MAX_TRIALS = 2  # the top findings with a fix the doctor can apply in-process
 MAX_CANDIDATES = 3
 MIN_CANDIDATE_STEPS = 8  # a worker-count candidate gets at least this many steps
 MAX_EXTRA_PAIRS = 2  # A/B pairs a trial may add while its interval still holds 1.0
-EQUIVALENT = 1.05  # an interval inside 1/1.05-1.05x has decided "no difference": no gain worth a change
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
@@ -300,7 +300,9 @@ class TrialRunner:
         plan = self.plans[index]
         segs = [s for s in self.segments if s.plan == index and s.durations and s.label in ("A", "B")]
         measure = [s for s in segs if s.round in ("", "measure")]
-        m = trial_stats.alternating([(s.label, self._steady(s)) for s in measure], [self._skip(s) for s in measure])
+        m = trial_stats.alternating(
+            [(s.label, self._steady(s)) for s in measure], [self._skip(s) for s in measure], period=plan.period
+        )
         if m.speedup is None or m.spread is None or m.spread[0] > 1.0 or m.spread[1] < 1.0:
             return  # decided: faster, or slower
         if 1 / EQUIVALENT <= m.spread[0] and m.spread[1] <= EQUIVALENT:
@@ -594,7 +596,7 @@ class TrialRunner:
         # The lead only aligns the stretches with the saves: neither a result nor a rate.
         segs = [s for s in segs if s.label != trial_stats.LEAD]
         records = [r for r in records if r.label != trial_stats.LEAD]
-        m = trial_stats.alternating([(s.label, s.durations) for s in segs])
+        m = trial_stats.alternating([(s.label, s.durations) for s in segs], period=plan.period)
         settings = {"async_logging": True} if plan.fix == "logging" else {"async_save": True}
         counts = self._fix_counts.get(index, [])
         note = f"in the background: {', '.join(counts)}" if counts else ""
