@@ -7,6 +7,8 @@ import os
 import pytest
 import torch
 
+from supplyline.doctor.trials import MAX_EXTRA_PERIODIC_PAIRS
+
 pytestmark = pytest.mark.slow
 
 
@@ -64,7 +66,8 @@ def test_write_trials_lose_nothing(doctor, zoo_path, tmp_path):
     assert "checkpoint" in fixes, (rep["trials"], rep["notes"])
     ckpt = _trial(rep, "checkpoint")
     labels = [s["label"] for s in ckpt["segments"]]
-    assert labels in (["A", "B"] * 2, ["A", "B"] * 3, ["A", "B"] * 4)  # more pairs while undecided, two at most
+    # saves every 3 steps: three pairs at least, more while undecided, up to MAX_EXTRA_PERIODIC_PAIRS in all
+    assert labels in [["A", "B"] * n for n in range(3, 3 + MAX_EXTRA_PERIODIC_PAIRS)]
     assert ckpt["measured_speedup"] is not None and len(ckpt["spread"]) == 2
     assert "save(s)" in ckpt["note"]  # the background writer took the saves of the B stretches
     printed = [int(line.split()[1]) for line in run.proc.stdout.splitlines() if line.startswith("print ")]

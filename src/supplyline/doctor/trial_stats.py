@@ -62,6 +62,9 @@ def loader_skip(settings: dict[str, object]) -> int:
     return workers * (prefetch if isinstance(prefetch, int) and prefetch > 0 else 2)
 
 
+MIN_PERIODS = 3  # periods in a stretch over a periodic cost: the first, and two of the steady state to draw from
+
+
 def ab_schedule(total_steps: int, segments: int = 4, period: int | None = None, lead: int = 0) -> list[tuple[str, int]]:
     """``A B A B``: ``segments`` alternating stretches sharing ``total_steps`` (each at least 1 + 2 steps).
 
@@ -72,9 +75,11 @@ def ab_schedule(total_steps: int, segments: int = 4, period: int | None = None, 
     each = max(MIN_RATED_STEPS + 1, total_steps // segments)
     head: list[tuple[str, int]] = []
     if period:
-        # Rounded up: a stretch of one save pays the first copy into fresh memory and one write's
-        # jitter; two or more let the background writer reach its steady state.
-        each = period * max(-(-each // period), -(-(MIN_RATED_STEPS + 1) // period))
+        # Rounded up, to at least MIN_PERIODS where one stretch of them fits in the steps asked for:
+        # a stretch's first save finds the background writer idle, the later ones find it busy (its
+        # steady state), and the interval draws from those.
+        least = MIN_PERIODS if period * MIN_PERIODS <= total_steps else 1  # within the budget's reach
+        each = period * max(-(-each // period), -(-(MIN_RATED_STEPS + 1) // period), least)
         head = [(LEAD, lead)] if lead else []
     return head + [("A" if i % 2 == 0 else "B", each) for i in range(segments)]
 
@@ -99,20 +104,29 @@ def _resample(stretch: list[float], rng: random.Random, period: int | None = Non
     sqrt(n) consecutive steps keep the step-to-step correlation (a slow spell of the machine lasts
     several steps) that a resample of single steps would break up and call precision.
 
-    ``period``: a cost paid every ``period`` steps (a save every 5). Blocks are then whole periods,
-    and whole blocks are kept: any ``period`` consecutive steps hold exactly one such step, so every
-    resample holds as many as the stretch did. (Blocks of sqrt(n) drew 0 to 3 of a stretch's 2 saves,
-    and a 32 MB save is most of its stretch's time: intervals of 0.36-5.1x on a job whose truth
-    was 0.81x.)"""
+    ``period``: a cost paid every ``period`` steps (a save every 5). The stretch's first period is
+    kept as it is, and the rest is resampled in (circular) windows of ``period`` steps: any ``period``
+    consecutive steps hold exactly one such step, so every resample holds as many as the stretch
+    did. The first period is apart because it differs: a background writer starts a stretch idle,
+    so its first save is cheap (4 ms) and each later one waits for the write before it (35-89 ms
+    on the planted 32 MB job). (Blocks of sqrt(n) steps drew 0 to 3 of a stretch's 2 saves, and
+    whole-period windows over a whole stretch drew its cheap save twice: intervals of 0.36-5.1x
+    and 0.56-3.5x on a job whose truth was 0.70-0.81x.)"""
     n = len(stretch)
-    if period and n >= period:
-        out = []
-        for _ in range(max(1, round(n / period))):
-            start = rng.randrange(n - period + 1)
-            out.extend(stretch[start : start + period])
-        return out
+    if period and n > period:
+        # The rest is the last whole periods; windows wrap around its end, so each of its steps is
+        # drawn as often as any other (the last step carries the writer's unfinished work, and
+        # windows that stop at the end drew it a fifth as often: a +5% bias to the fix).
+        size = (n - 1) // period * period
+        head, rest = list(stretch[: n - size]), stretch[n - size :]
+        for _ in range(size // period):
+            start = rng.randrange(size)
+            head.extend(rest[(start + j) % size] for j in range(period))
+        return head
+    if period:
+        return list(stretch)  # one period: nothing to draw from
     size = max(1, round(math.sqrt(n)))
-    out = []
+    out: list[float] = []
     while len(out) < n:
         start = rng.randrange(n - size + 1)
         out.extend(stretch[start : start + size])
