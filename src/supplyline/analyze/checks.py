@@ -20,7 +20,7 @@ from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine
 from supplyline.analyze.capacity import Pipeline, batch_rate, explain, intra_op_cores, oversubscribed
 from supplyline.analyze.gpu_idle import GpuIdleResult
-from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers
+from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers, shard_cap, shards_note
 from supplyline.analyze.speedup import (
     SNAPSHOT_BYTES_PER_S,
     InputModel,
@@ -155,7 +155,8 @@ def effective_workers(sig: SupplySignal) -> int:
     """The loader's workers as the CPU sees them: thread workers the GIL holds run one at a time."""
     if sig.loader is None:
         return 0
-    return min(1, sig.loader.num_workers) if sig.gil_bound else sig.loader.num_workers
+    nw = shard_cap(sig.loader.num_workers, sig.loader)  # workers past the last shard stop
+    return min(1, nw) if sig.gil_bound else nw
 
 
 NODES_BY_HAND = (
@@ -328,7 +329,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     framework = _framework(ev)
     pipeline = input_pipeline(ev)
     if sig.stall == "fetch":
-        more = fetch_stall_workers(nw, cores)
+        more = shard_cap(fetch_stall_workers(nw, cores), loader)
         cap, capacity_gain = _capacity(ev, pipeline, nw, more)
         gain = _promise(input_speedup(model, nw, more, scales_past_cores=True), capacity_gain)
         cause = (
@@ -349,8 +350,9 @@ def input_check(ev: Evidence) -> list[Finding]:
                 + " Or pack small files into shards (`supplyline pack`), or stage the dataset in RAM "
                 "(`supplyline stage`); diagnose the storage with `supplyline disk DATA_DIR`."
             )
+        fix += shards_note(loader, fetch_stall_workers(nw, cores))
         return [Finding("storage", severity(share), share, f"{base}{where}; cause: {cause}", fix, gain, [cause])]
-    suggested = prep_stall_workers(nw, cores)
+    suggested = shard_cap(prep_stall_workers(nw, cores), loader)
     cap, capacity_gain = _capacity(ev, pipeline, nw, max(suggested, nw))
     gain = _promise(input_speedup(model, nw, max(suggested, nw), scales_past_cores=False), capacity_gain)
     trial = loader_trial(record)
@@ -389,6 +391,7 @@ def input_check(ev: Evidence) -> list[Finding]:
     check: CheckName = "dataloader" if nw < cores else "preprocessing"
     numbered = len(fixes) > 1
     fix = " ".join(f"({i}) {f}" if numbered else f for i, f in enumerate(fixes, 1))
+    fix += shards_note(loader, prep_stall_workers(nw, cores))
     named = any(c.startswith("per-sample CPU work") for c in causes)  # it names the line already
     evidence = f"{base}{'' if named else where}; " + ("causes: " if len(causes) > 1 else "cause: ") + "; ".join(causes)
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]

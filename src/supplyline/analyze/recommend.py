@@ -21,6 +21,26 @@ def prep_stall_workers(num_workers: int, cores: int) -> int:
     return max(1, min(cores, 8)) if num_workers < cores else num_workers
 
 
+def shard_cap(workers: int, loader: LoaderInfo | None) -> int:
+    """``workers``, at most the dataset's shards: a worker past the last shard gets none."""
+    shards = loader.dataset_shards if loader is not None else None
+    return min(workers, shards) if shards else workers
+
+
+def shards_note(loader: LoaderInfo | None, wanted: int) -> str:
+    """The sentence for a sharded IterableDataset with fewer shards than the workers seen or wanted, or ""."""
+    shards = loader.dataset_shards if loader is not None else None
+    if not shards or max(wanted, loader.num_workers if loader else 0) <= shards:
+        return ""
+    seen = loader.num_workers if loader else 0
+    idle = f"; {seen - shards} of the {seen} workers it has now get none and stop" if seen > shards else ""
+    return (
+        f" Its {loader.dataset_type if loader else 'dataset'} splits into {shards} shard(s) between the workers, "
+        f"so workers past {shards} get no data{idle}: for more workers make more shards "
+        f"(Hugging Face: `to_iterable_dataset(num_shards={max(wanted, seen)})`)."
+    )
+
+
 def recommended_loader(
     loader: LoaderInfo | None,
     stall: str,
@@ -66,10 +86,10 @@ def recommended_loader(
         for key in ("prefetch_factor", "persistent_workers"):
             rec.setdefault(key, {"seen": getattr(loader, key), "recommended": getattr(loader, key), "why": "unchanged"})
     elif input_bound and stall == "fetch":
-        workers = fetch_stall_workers(nw, cores)
+        workers = shard_cap(fetch_stall_workers(nw, cores), loader)
         put("num_workers", workers, "reads are latency-bound: more workers than cores keep more reads in flight")
     elif input_bound:
-        workers = prep_stall_workers(nw, cores)
+        workers = shard_cap(prep_stall_workers(nw, cores), loader)
         put("num_workers", workers, f"parallel preparation scales up to the {cores} cores")
     else:
         workers = nw

@@ -125,6 +125,7 @@ class LoaderFacts:
     loader_type: str = "DataLoader"  # the loader's class: StatefulDataLoader, a framework's subclass, ...
     loader_module: str = "torch.utils.data.dataloader"
     worker_method: str = "process"  # "thread": a torchdata.nodes ParallelMapper's thread workers
+    dataset_shards: int | None = None  # a sharded IterableDataset's shards: workers past them get no data
 
     @property
     def name(self) -> str:
@@ -528,6 +529,7 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
         tune_command=commands.tune_command,
         preprocess_command=commands.preprocess_command,
         loader_type=loader.loader_type,
+        dataset_shards=loader.dataset_shards,
         loader_module=loader.loader_module,
         worker_method=loader.worker_method,
     )

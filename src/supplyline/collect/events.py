@@ -64,6 +64,9 @@ class LoaderInfo:
     # "process" (DataLoader workers), or "thread" (a torchdata.nodes ParallelMapper's default): thread
     # workers share the training process's CPU time and its GIL, so they are judged from its CPU.
     worker_method: str = "process"
+    # An IterableDataset that splits into shards between the workers (Hugging Face's
+    # ``to_iterable_dataset(num_shards=N)``): a worker past the N-th gets none, and datasets stops it.
+    dataset_shards: int | None = None
 
 
 @dataclass

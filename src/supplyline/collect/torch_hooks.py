@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from supplyline import phases as P
@@ -286,6 +286,12 @@ class TorchHooks(Patcher):
             loader_type=type(loader).__name__,
             loader_module=type(loader).__module__,
         )
+        try:  # a property of the user's class: it may raise
+            shards = getattr(ds, "num_shards", None) if isinstance(ds, IterableDataset) else None
+        except Exception:
+            shards = None
+        if isinstance(shards, int) and not isinstance(shards, bool) and shards > 0:
+            info.dataset_shards = shards
         if type(loader) is DataLoader and _in_webloader(info.iter_stack):
             # webdataset's WebLoader holds a plain DataLoader and iterates it inside its pipeline: the
             # script wrote `wds.WebLoader(..., num_workers=...)`, so the fix is written in that name.

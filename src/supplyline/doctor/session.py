@@ -267,6 +267,7 @@ class DoctorSession:
                 now.host.cpu_count,
                 loader.stall if loader else "",
                 info.steps_requested,
+                loader.dataset_shards if loader else None,
             )
             if is_loop(loader) and any(p.fix in LOADER_FIXES for p in plans):
                 plans = [p for p in plans if p.fix not in LOADER_FIXES]

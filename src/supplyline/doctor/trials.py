@@ -89,12 +89,15 @@ def loader_settings(recommended: dict[str, dict[str, Any]] | None) -> dict[str, 
     return out
 
 
-def worker_candidates(recommended: int, seen: int, cores: int, stall: str, budget_steps: int) -> list[int]:
+def worker_candidates(
+    recommended: int, seen: int, cores: int, stall: str, budget_steps: int, shards: int | None = None
+) -> list[int]:
     """The worker counts to try, the recommendation first.
 
     Certain enough to try one: CPU-bound preparation with fewer workers than cores. Uncertain:
     latency-bound reads (how many reads in flight help is the storage's business) and counts at
-    the core count, where the workers compete with the training step for the cores.
+    the core count, where the workers compete with the training step for the cores. ``shards``: a
+    sharded IterableDataset's count, past which a worker gets no data (no candidate goes past it).
     """
     counts = [recommended]
     if stall == "fetch":
@@ -104,7 +107,7 @@ def worker_candidates(recommended: int, seen: int, cores: int, stall: str, budge
     room = max(1, min(MAX_CANDIDATES, budget_steps // MIN_CANDIDATE_STEPS))
     kept: list[int] = []
     for c in counts:
-        if c >= 1 and c != seen and c not in kept:
+        if c >= 1 and c != seen and c not in kept and (not shards or c <= shards):
             kept.append(c)
     return kept[:room]
 
@@ -116,6 +119,7 @@ def plan_trials(
     cores: int,
     stall: str,
     budget_steps: int,
+    shards: int | None = None,
 ) -> list[PlannedTrial]:
     """The fixes to try, from the findings (check, expected speed-up) in report order."""
     plans: list[PlannedTrial] = []
@@ -126,7 +130,7 @@ def plan_trials(
             settings = loader_settings(recommended)
             if "num_workers" not in settings:
                 continue
-            counts = worker_candidates(settings["num_workers"], seen_workers, cores, stall, budget_steps)
+            counts = worker_candidates(settings["num_workers"], seen_workers, cores, stall, budget_steps, shards)
             if not counts:
                 continue
             plans.append(PlannedTrial(check, predicted, [{**settings, "num_workers": c} for c in counts]))

@@ -1,8 +1,10 @@
 """Planted: a Hugging Face ``datasets.Dataset`` (map-style, built in memory) whose ``set_transform``
 does per-sample Python work, in a torch DataLoader with ``num_workers=0`` (the starved case).
 
-python hf_starved.py STEPS [--workers N] [--healthy]
+python hf_starved.py STEPS [--workers N] [--healthy] [--iterable SHARDS]
   --healthy: a cheap transform and a slower model step: the loader keeps up.
+  --iterable SHARDS: the same work as ``to_iterable_dataset(num_shards=SHARDS).map(...)``, which
+      datasets splits between the workers by shard (a worker past the last shard gets none).
 """
 
 import sys
@@ -30,6 +32,18 @@ def make_transform(cost_s: float):
     return transform
 
 
+def work(cost_s: float):
+    def one(example):
+        t = time.perf_counter()
+        acc = 0.0
+        while time.perf_counter() - t < cost_s:
+            for k in range(64):
+                acc = acc * 0.5 + k
+        return example
+
+    return one
+
+
 def main():
     steps = int(sys.argv[1])
     workers = int(arg("--workers", "0"))
@@ -40,11 +54,16 @@ def main():
     ds = datasets.Dataset.from_dict(
         {"x": torch.randn(4096, 64, generator=g).tolist(), "y": [i % 10 for i in range(4096)]}
     )
-    ds.set_transform(make_transform(0.00002 if healthy else 0.001))
+    cost = 0.00002 if healthy else 0.001
+    if "--iterable" in sys.argv:
+        ds = ds.to_iterable_dataset(num_shards=int(arg("--iterable", "1"))).map(work(cost)).with_format("torch")
+    else:
+        ds.set_transform(make_transform(cost))
     width = 4096 if healthy else 128
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = DataLoader(ds, batch_size=16, shuffle=True, num_workers=workers)
+    iterable = "--iterable" in sys.argv
+    loader = DataLoader(ds, batch_size=16, shuffle=not iterable, num_workers=workers)
     first = None
     step = 0
     while step < steps:
