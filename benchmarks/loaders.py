@@ -6,6 +6,8 @@ against the same setting written by hand, alternating.
     PYTHONPATH=src python benchmarks/loaders.py --nodes [--steps 150] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --wds [--steps 200] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --loop [--steps 200] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --hf [--steps 200] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --litdata [--steps 200] [--repeats 5]
 
 
 The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
@@ -28,6 +30,14 @@ memmap, 0.8 ms of Python work per window, 16 a batch) unchanged, with the doctor
 (``get_batch`` in an IterableDataset under a DataLoader with N workers), and with the other fix it names
 for read-bound loops (a background thread filling a queue); the doctor cannot apply either.
 
+``--hf``: Hugging Face datasets (tests/loaders/zoo/hf_starved.py: a map-style ``Dataset`` whose
+``set_transform`` does 1 ms of Python work per sample, 16 a batch, in a DataLoader with
+``num_workers=0``) unchanged, under `run --apply`, and by hand.
+
+``--litdata``: LitData (tests/loaders/zoo/litdata_starved.py: a ``StreamingDataset`` over chunks
+``litdata.optimize`` wrote, whose ``transform`` does 1 ms of Python work per sample, 16 a batch, in a
+``StreamingDataLoader`` with ``num_workers=0``) unchanged, under `run --apply`, and by hand.
+
 ``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
 fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
 hook (StatefulDataLoader: the thread marked inside it), each against the timed body alone,
@@ -39,6 +49,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +62,9 @@ JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "stateful_s
 WDS_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "wds_starved.py")
 NODES_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "nodes_starved.py")
 LOOP_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "getbatch_starved.py")
+HF_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "hf_starved.py")
+LITDATA_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "litdata_starved.py")
+CHUNKS = os.path.join(tempfile.gettempdir(), "supplyline-bench-litdata")  # written here on first use
 TOKENS = os.path.join(tempfile.gettempdir(), "supplyline-bench-tokens")  # written by the job on first use
 SHARDS = os.path.join(tempfile.gettempdir(), "supplyline-bench-wds")  # written by the job on first use
 SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
@@ -99,12 +113,17 @@ def main() -> None:
     parser.add_argument("--nodes", action="store_true", help="the torchdata.nodes job: threads vs the doctor's fix")
     parser.add_argument("--wds", action="store_true", help="the WebDataset WebLoader job")
     parser.add_argument("--loop", action="store_true", help="the job with no loader object (get_batch)")
+    parser.add_argument("--hf", action="store_true", help="the Hugging Face datasets job")
+    parser.add_argument("--litdata", action="store_true", help="the LitData StreamingDataLoader job")
     args = parser.parse_args()
     if args.hook_cost:
         hook_cost()
         return
     spec = SPEC.format(n=args.workers)
     n, steps = str(args.workers), str(args.steps)
+    if args.litdata and not os.path.exists(os.path.join(CHUNKS, "index.json")):
+        subprocess.run([sys.executable, LITDATA_JOB, "--prepare", CHUNKS], check=True, capture_output=True)
+    plain_job = [HF_JOB, steps] if args.hf else [LITDATA_JOB, steps, CHUNKS] if args.litdata else [JOB, steps]
     arms = (
         {
             "unchanged (get_batch in the loop)": [sys.executable, LOOP_JOB, TOKENS, steps],
@@ -129,9 +148,9 @@ def main() -> None:
         }
         if args.wds
         else {
-            "unchanged": [sys.executable, JOB, steps],
-            f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, JOB, steps],
-            "by hand": [sys.executable, JOB, steps, "--workers", n],
+            "unchanged": [sys.executable, *plain_job],
+            f"run --apply {spec}": [sys.executable, "-m", "supplyline", "run", "--apply", spec, *plain_job],
+            "by hand": [sys.executable, *plain_job, "--workers", n],
         }
     )
     rates: dict[str, list[float]] = {name: [] for name in arms}

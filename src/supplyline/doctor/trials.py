@@ -402,7 +402,9 @@ class TrialRunner:
         seg.done = True
         problems: list[str] = []
         if self._trial_iter is not None:
-            shutdown = getattr(self._trial_iter, "_shutdown_workers", None)
+            # litdata's StreamingDataLoader iterates in a generator around torch's iterator: closing
+            # it drops that iterator, whose workers then shut down.
+            shutdown = getattr(self._trial_iter, "_shutdown_workers", None) or getattr(self._trial_iter, "close", None)
             if shutdown is not None:
                 shutdown()
             self._trial_iter = None

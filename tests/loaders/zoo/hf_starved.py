@@ -63,7 +63,9 @@ def main():
     model = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     iterable = "--iterable" in sys.argv
-    loader = DataLoader(ds, batch_size=16, shuffle=not iterable, num_workers=workers)
+    # --workers N: the fix as the doctor writes it (prefetch_factor=4, persistent_workers), by hand
+    more = {"prefetch_factor": 4, "persistent_workers": True} if workers else {}
+    loader = DataLoader(ds, batch_size=16, shuffle=not iterable, num_workers=workers, **more)
     first = None
     step = 0
     while step < steps:
