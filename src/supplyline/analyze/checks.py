@@ -390,8 +390,9 @@ def input_check(ev: Evidence) -> list[Finding]:
         )
     check: CheckName = "dataloader" if nw < cores else "preprocessing"
     numbered = len(fixes) > 1
+    if fixes:  # the shards cap the loader item (the first), where the worker count is
+        fixes[0] += shards_note(loader, prep_stall_workers(nw, cores))
     fix = " ".join(f"({i}) {f}" if numbered else f for i, f in enumerate(fixes, 1))
-    fix += shards_note(loader, prep_stall_workers(nw, cores))
     named = any(c.startswith("per-sample CPU work") for c in causes)  # it names the line already
     evidence = f"{base}{'' if named else where}; " + ("causes: " if len(causes) > 1 else "cause: ") + "; ".join(causes)
     return [Finding(check, severity(share), share, evidence, fix, gain, causes)]

@@ -83,7 +83,13 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
     if trial is not None and trial.decision != "faster":
         # More workers measured no gain on this job: the next item (cheaper samples) is the fix.
         do = items[1] if len(items) > 1 else items[0]
-        if len(items) > 1:
+        shards = d.dataset_shards if d is not None else None
+        if len(items) > 1 and shards:
+            do = (
+                f"Not more workers than the dataset's {shards} shard(s) (past them a worker gets no data; "
+                f"`to_iterable_dataset(num_shards=N)` makes more); {do[0].lower()}{do[1:]}"
+            )
+        elif len(items) > 1:
             do = f"Not more workers (the trial below measured them); {do[0].lower()}{do[1:]}"
         cmd = (d.preprocess_command if d is not None else None) or (d.tune_command if d is not None else None)
         return NextStep(top.check, _first_line(do), _code_lines(do), gain, cmd or "")
