@@ -348,8 +348,12 @@ class TrialRunner:
                 tried = describe_candidates(plan.candidates)
                 from torch.utils.data import IterableDataset  # torch is loaded: the job runs
 
+                from supplyline.apply.loader import CONFIGURES_ITS_DATASET
+
                 iterable = isinstance(getattr(self.loader, "dataset", None), IterableDataset)
                 words = WHAT_CHANGES["iterable" if iterable else "loader"]
+                if type(self.loader).__module__.startswith(CONFIGURES_ITS_DATASET):
+                    words = words.replace("over the same", "over a copy of the same")  # apply.loader.rebuild_loader
                 parts.append(words.format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
