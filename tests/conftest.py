@@ -105,11 +105,18 @@ def check_one_screen(report: dict[str, Any], console: str) -> None:
     fix = "\n".join(line for line in block if line.startswith(("Fix", "  +")) or "Run:" in line)
     kept = loader["settings"]["num_workers"]
     assert f"measured {loader['measured_speedup']:.2f}×" in text, text  # the Gain line quotes the trial
-    if loader["spread"] and loader["spread"][0] > 1.0:  # faster: the change is what the trial kept
+    if _decision(loader) == "faster":  # the change is what the trial kept
         assert f"num_workers={kept}" in fix and "--apply auto" in text, text
         assert all(int(n) == kept for n in re.findall(r"num_workers=(\d+)", fix)), fix
     else:  # slower or no difference: the one fix is not more workers
         assert not re.search(r"\+ .*num_workers=", fix) and "--apply auto" not in text, text
+
+
+def _decision(trial: dict[str, Any]) -> str | None:
+    """The trial's answer as the report reads it (the interval past 1.0 and the figure past ±5%)."""
+    from supplyline.analyze.trial_result import trial_decision
+
+    return trial_decision(trial["measured_speedup"], trial["spread"])
 
 
 def _check_words_follow_figures(report: dict[str, Any], console: str) -> None:
@@ -117,6 +124,8 @@ def _check_words_follow_figures(report: dict[str, Any], console: str) -> None:
     loader trial measured faster, the fix text and the recommended settings name what it kept."""
     import re
 
+    # an input-bound verdict always comes with the finding that says what to do about it
+    assert report["verdict"]["bound"] != "input" or report["findings"], (report["verdict"], console)
     texts = [report["verdict"]["sentence"], console.replace("\n", " ")]
     texts += [f["evidence"] + " " + f["fix"] for f in report["findings"]]
     quoted = 0
@@ -147,7 +156,7 @@ def _check_words_follow_figures(report: dict[str, Any], console: str) -> None:
     assert quoted, "a measured trial is quoted with its interval"
     workers = loader["settings"]["num_workers"]
     top = next((f for f in report["findings"] if f["check"] in ("dataloader", "storage")), None)
-    faster = len(loader["spread"]) == 2 and loader["spread"][0] > 1.0
+    faster = _decision(loader) == "faster"
     if faster and top is not None:
         assert f"num_workers={workers}" in top["fix"], (workers, top["fix"])
         assert report["dataloader_recommended"]["num_workers"]["recommended"] == workers
