@@ -5,11 +5,7 @@ compute-bound. The speed-up is not asserted here (see docs/loaders.md)."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from typing import Any
 
 import pytest
 
@@ -18,37 +14,9 @@ pytest.importorskip("datasets")
 JOB = os.path.join(os.path.dirname(__file__), "zoo", "hf_starved.py")
 
 
-def _doctor(tmp_path, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    out = str(tmp_path / "report")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "supplyline",
-            "doctor",
-            "--out",
-            out,
-            "--steps",
-            "30",
-            "--what-if-steps",
-            "10",
-            JOB,
-            *job,
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(out, "report.json")) as fh:
-        return proc, json.load(fh)
-
-
 @pytest.mark.slow
-def test_a_starved_hf_dataset_gets_workers_and_a_trial(tmp_path, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path, "300")
+def test_a_starved_hf_dataset_gets_workers_and_a_trial(tmp_path, doctor_job, words_follow_figures, one_screen) -> None:
+    proc, rep = doctor_job(JOB, "300")
     d = rep["dataloader"]
     assert (d["loader_type"], d["dataset_type"], d["num_workers"], d["stall"]) == (
         "DataLoader",
@@ -67,8 +35,8 @@ def test_a_starved_hf_dataset_gets_workers_and_a_trial(tmp_path, words_follow_fi
 
 
 @pytest.mark.slow
-def test_a_healthy_hf_dataset_is_compute_bound(tmp_path, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path, "300", "--healthy")
+def test_a_healthy_hf_dataset_is_compute_bound(tmp_path, doctor_job, words_follow_figures, one_screen) -> None:
+    proc, rep = doctor_job(JOB, "300", "--healthy")
     assert rep["verdict"]["bound"] == "compute", rep["verdict"]
     assert not any(f["check"] == "dataloader" for f in rep["findings"]), rep["findings"]
     words_follow_figures(rep, proc.stderr)
@@ -94,11 +62,11 @@ def test_the_shard_cap_and_its_sentence() -> None:
 
 @pytest.mark.slow
 def test_an_iterable_hf_dataset_with_one_shard_is_not_given_more_workers_than_shards(
-    tmp_path, words_follow_figures, one_screen
+    tmp_path, doctor_job, words_follow_figures, one_screen
 ) -> None:
     # to_iterable_dataset(num_shards=1): datasets gives a second worker no data and stops it, so the
     # doctor recommends and tries one worker, and says how to get more
-    proc, rep = _doctor(tmp_path, "300", "--iterable", "1")
+    proc, rep = doctor_job(JOB, "300", "--iterable", "1")
     d = rep["dataloader"]
     assert (d["dataset_type"], d["dataset_shards"], d["num_workers"]) == ("IterableDataset", 1, 0), d
     assert rep["dataloader_recommended"]["num_workers"]["recommended"] <= 1, rep["dataloader_recommended"]

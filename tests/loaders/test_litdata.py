@@ -5,11 +5,9 @@ and the job itself runs to its end. The speed-up is not asserted here (see docs/
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 
@@ -26,39 +24,11 @@ def chunks(tmp_path_factory: pytest.TempPathFactory) -> str:
     return folder
 
 
-def _doctor(tmp_path, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    out = str(tmp_path / "report")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "supplyline",
-            "doctor",
-            "--out",
-            out,
-            "--steps",
-            "30",
-            "--what-if-steps",
-            "10",
-            JOB,
-            *job,
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(out, "report.json")) as fh:
-        return proc, json.load(fh)
-
-
 @pytest.mark.slow
 def test_a_starved_streaming_dataset_gets_workers_and_a_trial(
-    tmp_path, chunks, words_follow_figures, one_screen
+    tmp_path, doctor_job, chunks, words_follow_figures, one_screen
 ) -> None:
-    proc, rep = _doctor(tmp_path, "300", chunks)
+    proc, rep = doctor_job(JOB, "300", chunks)
     d = rep["dataloader"]
     assert (d["loader_type"], d["dataset_type"], d["num_workers"], d["stall"]) == (
         "StreamingDataLoader",
@@ -110,8 +80,10 @@ def test_a_trial_loader_writes_on_its_own_copy_of_the_dataset(chunks) -> None:
 
 
 @pytest.mark.slow
-def test_a_healthy_streaming_dataset_is_compute_bound(tmp_path, chunks, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path, "300", chunks, "--healthy")
+def test_a_healthy_streaming_dataset_is_compute_bound(
+    tmp_path, doctor_job, chunks, words_follow_figures, one_screen
+) -> None:
+    proc, rep = doctor_job(JOB, "300", chunks, "--healthy")
     assert rep["verdict"]["bound"] == "compute", rep["verdict"]
     assert not any(f["check"] == "dataloader" for f in rep["findings"]), rep["findings"]
     words_follow_figures(rep, proc.stderr)

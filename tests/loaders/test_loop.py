@@ -7,12 +7,10 @@ The speed-up of the fix is measured in benchmarks/loaders.py --loop, not asserte
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-from typing import Any
 
 import pytest
 import torch
@@ -65,23 +63,10 @@ def test_no_window_once_a_dataloader_fed_the_job() -> None:
     loop.disarm()
 
 
-def _doctor(tmp_path: Any, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    out = str(tmp_path / "report")
-    proc = subprocess.run(
-        [sys.executable, "-m", "supplyline", "doctor", "--out", out, "--steps", "30", JOB, str(tmp_path), "200", *job],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(out, "report.json")) as fh:
-        return proc, json.load(fh)
-
-
-def test_a_starved_loop_is_named_judged_and_given_its_own_fix(tmp_path, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path)
+def test_a_starved_loop_is_named_judged_and_given_its_own_fix(
+    tmp_path, doctor_job, words_follow_figures, one_screen
+) -> None:
+    proc, rep = doctor_job(JOB, str(tmp_path), "200", flags=())
     d = rep["dataloader"]
     assert d["loader_type"] == LOOP_TYPE and d["num_workers"] == 0 and d["batch_size"] == 16, d
     assert rep["verdict"]["bound"] == "input", rep["verdict"]
@@ -101,8 +86,8 @@ def test_a_starved_loop_is_named_judged_and_given_its_own_fix(tmp_path, words_fo
     one_screen(rep, proc.stderr)
 
 
-def test_a_healthy_loop_is_compute_bound(tmp_path, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path, "--healthy")
+def test_a_healthy_loop_is_compute_bound(tmp_path, doctor_job, words_follow_figures, one_screen) -> None:
+    proc, rep = doctor_job(JOB, str(tmp_path), "200", "--healthy", flags=())
     assert rep["dataloader"]["loader_type"] == LOOP_TYPE
     assert rep["verdict"]["bound"] == "compute", rep["verdict"]
     assert not any(f["check"] in ("dataloader", "preprocessing", "storage") for f in rep["findings"]), rep["findings"]
@@ -112,10 +97,10 @@ def test_a_healthy_loop_is_compute_bound(tmp_path, words_follow_figures, one_scr
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the doctor's own fork-free path is the same; keep it short")
-def test_the_loop_fix_by_hand_is_a_dataloader_the_doctor_sees(tmp_path) -> None:
+def test_the_loop_fix_by_hand_is_a_dataloader_the_doctor_sees(tmp_path, doctor_job) -> None:
     # The fix written as the report says: the loop's batches now come from a DataLoader, which the
     # doctor sees as the training loader (and no longer as the loop).
-    _, rep = _doctor(tmp_path, "--workers", "1")
+    _, rep = doctor_job(JOB, str(tmp_path), "200", "--workers", "1", flags=())
     assert rep["dataloader"]["loader_type"] == "DataLoader" and rep["dataloader"]["num_workers"] == 1
 
 

@@ -6,12 +6,8 @@ The speed-up of the fix is measured in benchmarks/loaders.py --nodes, not assert
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
-from typing import Any
 
 import pytest
 import torch
@@ -59,37 +55,11 @@ def test_describe_walks_prebatch_and_several_sources() -> None:
     assert p.prefetch_factor is None and p.batch_size is not None  # prebatch adds its own Batcher
 
 
-def _doctor(tmp_path, *job: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
-    out = str(tmp_path / "report")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "supplyline",
-            "doctor",
-            "--out",
-            out,
-            "--steps",
-            "30",
-            "--what-if-steps",
-            "10",
-            JOB,
-            *job,
-        ],
-        cwd=str(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(out, "report.json")) as fh:
-        return proc, json.load(fh)
-
-
 @pytest.mark.slow
-def test_a_starved_pipeline_gets_the_fix_in_its_own_nodes(tmp_path, words_follow_figures, one_screen) -> None:
-    proc, rep = _doctor(tmp_path, "400")
+def test_a_starved_pipeline_gets_the_fix_in_its_own_nodes(
+    tmp_path, doctor_job, words_follow_figures, one_screen
+) -> None:
+    proc, rep = doctor_job(JOB, "400")
     assert rep["dataloader"]["loader_type"] == "Loader"
     assert rep["dataloader"]["loader_module"] == "torchdata.nodes.loader"
     assert rep["dataloader"]["worker_method"] == "thread" and rep["dataloader"]["num_workers"] == 1
@@ -108,9 +78,9 @@ def test_a_starved_pipeline_gets_the_fix_in_its_own_nodes(tmp_path, words_follow
 
 
 @pytest.mark.slow
-def test_a_healthy_pipeline_is_compute_bound(tmp_path, words_follow_figures, one_screen) -> None:
+def test_a_healthy_pipeline_is_compute_bound(tmp_path, doctor_job, words_follow_figures, one_screen) -> None:
     # 28 steps: the job ends before the doctor's 30, so its own resume check runs under the hooks.
-    proc, rep = _doctor(tmp_path, "28", "--healthy")
+    proc, rep = doctor_job(JOB, "28", "--healthy")
     assert rep["dataloader"]["loader_module"] == "torchdata.nodes.loader"
     assert rep["verdict"]["bound"] == "compute", rep["verdict"]
     assert not any(f["check"] == "dataloader" for f in rep["findings"]), rep["findings"]
