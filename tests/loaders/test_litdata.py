@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("litdata")
 
+from supplyline.analyze.trial_result import trial_decision
+
 JOB = os.path.join(os.path.dirname(__file__), "zoo", "litdata_starved.py")
 
 
@@ -38,10 +40,14 @@ def test_a_starved_streaming_dataset_gets_workers_and_a_trial(
     ), d
     assert rep["verdict"]["bound"] == "input", rep["verdict"]
     top = rep["findings"][0]
-    assert top["check"] == "dataloader" and "StreamingDataLoader(" in top["fix"] and "num_workers=" in top["fix"], top
+    assert top["check"] == "dataloader" and "num_workers=" in top["fix"], top
     trial = rep["trials"][0] if rep["trials"] else {}
     assert trial.get("fix") == "dataloader" and trial.get("measured_speedup"), rep["trials"]
     assert trial.get("loader_type") == "StreamingDataLoader", trial
+    if trial_decision(trial["measured_speedup"], trial["spread"]) == "faster":
+        # the change is written in the loader's own name (on a crowded machine the trial may measure
+        # no gain, and the fix then says so instead: words_follow_figures checks that)
+        assert "StreamingDataLoader(..., num_workers=" in top["fix"], top["fix"]
     words_follow_figures(rep, proc.stderr)
     one_screen(rep, proc.stderr)
 
