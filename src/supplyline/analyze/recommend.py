@@ -30,12 +30,12 @@ def shard_cap(workers: int, loader: LoaderInfo | None) -> int:
 def shards_note(loader: LoaderInfo | None, wanted: int) -> str:
     """The sentence for a sharded IterableDataset with fewer shards than the workers seen or wanted, or ""."""
     shards = loader.dataset_shards if loader is not None else None
-    if not shards or max(wanted, loader.num_workers if loader else 0) <= shards:
+    if loader is None or not shards or max(wanted, loader.num_workers) <= shards:
         return ""
-    seen = loader.num_workers if loader else 0
+    seen = loader.num_workers
     idle = f"; {seen - shards} of the {seen} workers it has now get none and stop" if seen > shards else ""
     return (
-        f" Its {loader.dataset_type if loader else 'dataset'} splits into {shards} shard(s) between the workers, "
+        f" Its {loader.dataset_type} splits into {shards} shard(s) between the workers, "
         f"so workers past {shards} get no data{idle}: for more workers make more shards "
         f"(Hugging Face: `to_iterable_dataset(num_shards={max(wanted, seen)})`)."
     )

