@@ -31,8 +31,10 @@ def height(lines: list[str]) -> int:
     return sum(max(1, math.ceil(len(line) / 100)) for line in lines)
 
 
-def demo_with_trial(measured: float, spread: list[float]):
+def demo_with_trial(measured: float, spread: list[float], shards: int | None = None):
     rec = load_record(DEMO_RECORD)
+    for loader in rec.loaders:
+        loader.dataset_shards = shards
     rec.trials = TrialsInfo(
         True,
         40,
@@ -78,6 +80,14 @@ def test_a_trial_that_is_not_faster_makes_cheaper_samples_the_fix(measured, spre
     assert "--apply auto" not in step.command
     text = "\n".join(screen(report))
     assert "slower than unchanged: do not apply it" in text if measured < 1 else "no clear difference" in text
+
+
+@pytest.mark.parametrize("shards, named", [(3, True), (2, True), (64, False)])
+def test_the_shards_are_named_only_where_they_capped_the_trial(shards: int, named: bool) -> None:
+    # the trial tried 3 workers and measured no gain: 3 or fewer shards were the cap, 64 were not
+    step = next_step(demo_with_trial(1.0, [0.9, 1.1], shards))
+    assert step is not None and step.do.startswith("Not more workers")
+    assert ("shard(s)" in step.do) is named, step.do
 
 
 def test_without_a_trial_the_command_applies_the_recommended_settings() -> None:

@@ -84,7 +84,9 @@ def _input_step(report: Report, top: Finding, trial: Trial | None, gain: str, re
         # More workers measured no gain on this job: the next item (cheaper samples) is the fix.
         do = items[1] if len(items) > 1 else items[0]
         shards = d.dataset_shards if d is not None else None
-        if len(items) > 1 and shards:
+        tried = trial.settings.get("num_workers")
+        # The shards are named only where they were the cap: the trial could not go past them.
+        if len(items) > 1 and shards and isinstance(tried, int) and tried >= shards:
             do = (
                 f"Not more workers than the dataset's {shards} shard(s) (past them a worker gets no data; "
                 f"`to_iterable_dataset(num_shards=N)` makes more); {do[0].lower()}{do[1:]}"
