@@ -20,7 +20,13 @@ from supplyline import phases as P
 from supplyline.analyze.breakdown import Breakdown, SourceLine
 from supplyline.analyze.capacity import Pipeline, batch_rate, explain, intra_op_cores, oversubscribed
 from supplyline.analyze.gpu_idle import GpuIdleResult
-from supplyline.analyze.recommend import fetch_stall_workers, prep_stall_workers, shard_cap, shards_note
+from supplyline.analyze.recommend import (
+    fetch_stall_workers,
+    prep_stall_workers,
+    shard_cap,
+    shards_note,
+    streaming_note,
+)
 from supplyline.analyze.speedup import (
     SNAPSHOT_BYTES_PER_S,
     InputModel,
@@ -350,7 +356,7 @@ def input_check(ev: Evidence) -> list[Finding]:
                 + " Or pack small files into shards (`supplyline pack`), or stage the dataset in RAM "
                 "(`supplyline stage`); diagnose the storage with `supplyline disk DATA_DIR`."
             )
-        fix += shards_note(loader, fetch_stall_workers(nw, cores))
+        fix += shards_note(loader, fetch_stall_workers(nw, cores)) + streaming_note(loader)
         return [Finding("storage", severity(share), share, f"{base}{where}; cause: {cause}", fix, gain, [cause])]
     suggested = shard_cap(prep_stall_workers(nw, cores), loader)
     cap, capacity_gain = _capacity(ev, pipeline, nw, max(suggested, nw))

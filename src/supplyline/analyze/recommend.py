@@ -41,6 +41,29 @@ def shards_note(loader: LoaderInfo | None, wanted: int) -> str:
     )
 
 
+def streaming_note(loader: LoaderInfo | None) -> str:
+    """The sentence for a fetch stall on a MosaicML ``StreamingDataset``, in its own knobs, or "".
+    ``predownload`` is how many samples each worker prepares ahead (downloads, for remote shards);
+    with local shards only (no ``remote``) it reads in place, and neither knob changes a read."""
+    knobs = loader.dataset_knobs if loader is not None else {}
+    if knobs.get("library") != "mosaicml-streaming":
+        return ""
+    depth = knobs.get("predownload")
+    if not knobs.get("remote"):
+        return (
+            " Its MosaicML StreamingDataset reads local shards (no `remote`), so its own "
+            "`predownload` and `cache_limit` do not change a read here: the workers and the storage do."
+        )
+    now = f" (now {depth})" if isinstance(depth, int) else ""
+    more = f"predownload={2 * depth}" if isinstance(depth, int) else "predownload=..."
+    limit = knobs.get("cache_limit")
+    cache = f"; its `cache_limit` ({limit}) must hold the shards that far ahead" if limit else ""
+    return (
+        f" Its MosaicML StreamingDataset downloads `predownload` samples ahead per worker{now}: "
+        f"raise it (`StreamingDataset(..., {more})`){cache}."
+    )
+
+
 def recommended_loader(
     loader: LoaderInfo | None,
     stall: str,

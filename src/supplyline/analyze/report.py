@@ -126,6 +126,7 @@ class LoaderFacts:
     loader_module: str = "torch.utils.data.dataloader"
     worker_method: str = "process"  # "thread": a torchdata.nodes ParallelMapper's thread workers
     dataset_shards: int | None = None  # a sharded IterableDataset's shards: workers past them get no data
+    dataset_knobs: dict[str, Any] = field(default_factory=dict)  # a streaming library's own (MosaicML's predownload)
 
     @property
     def name(self) -> str:
@@ -530,6 +531,7 @@ def _loader_facts(sig: SupplySignal, commands: DatasetCommands, b: Breakdown) ->
         preprocess_command=commands.preprocess_command,
         loader_type=loader.loader_type,
         dataset_shards=loader.dataset_shards,
+        dataset_knobs=dict(loader.dataset_knobs),
         loader_module=loader.loader_module,
         worker_method=loader.worker_method,
     )

@@ -23,13 +23,13 @@ must be known:
 
 from __future__ import annotations
 
-import copy
 import inspect
 import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from supplyline.apply.dataset_state import copies_dataset, dataset_for_new_loader
 from supplyline.collect.loader_classes import overrides, takes_loader_settings, watch_subclasses
 from supplyline.collect.patching import Patcher
 
@@ -243,21 +243,14 @@ def rebuild_loader(loader: Any, settings: dict[str, Any]) -> Any:
         arguments.update(batch_sampler=loader.batch_sampler)
     else:  # batch_size=None: no automatic batching
         arguments.update(batch_size=None, sampler=loader.sampler)
-    dataset = loader.dataset
-    if cls.__module__.startswith(CONFIGURES_ITS_DATASET):
-        # litdata's StreamingDataLoader writes its batch size, worker count and epoch onto the
-        # dataset (``set_num_workers``, ``set_epoch``), and a StreamingDataset splits its chunks by
-        # them when an epoch starts: the script's loader, made for 0 workers, would read a share of
-        # the data as worker 0 of 2. The new loader gets a shallow copy to write on. Its collate
-        # function is the script loader's, unwrapped from the wrapper its __init__ adds again.
-        dataset = copy.copy(dataset)
+    dataset = dataset_for_new_loader(loader)  # litdata and Mosaic keep iteration state on it
+    if copies_dataset(loader):
+        # litdata's collate function is the script loader's, unwrapped from the wrapper its
+        # __init__ adds again.
         inner = getattr(arguments["collate_fn"], "collate_fn", None)
         if type(arguments["collate_fn"]).__name__ == "StreamingDataLoaderCollateFn" and callable(inner):
             arguments["collate_fn"] = inner
     return cls(dataset, **settle(arguments, settings))
-
-
-CONFIGURES_ITS_DATASET = ("litdata.",)  # loader classes whose __init__ and __iter__ set state on the dataset
 
 
 def _own_arguments(cls: type) -> list[str]:

@@ -67,6 +67,9 @@ class LoaderInfo:
     # An IterableDataset that splits into shards between the workers (Hugging Face's
     # ``to_iterable_dataset(num_shards=N)``): a worker past the N-th gets none, and datasets stops it.
     dataset_shards: int | None = None
+    # A streaming library's own knobs, read off the dataset (``collect.dataset_kind``): MosaicML's
+    # ``{"library": "mosaicml-streaming", "predownload": 128, "cache_limit": None, "remote": False}``.
+    dataset_knobs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 from supplyline import phases as P
+from supplyline.collect.dataset_kind import dataset_knobs
 from supplyline.collect.eval_spans import EvalSpans
 from supplyline.collect.events import LoaderInfo, SaveEvent, TransferStats
 from supplyline.collect.frames import stack_of
@@ -292,6 +293,7 @@ class TorchHooks(Patcher):
             shards = None
         if isinstance(shards, int) and not isinstance(shards, bool) and shards > 0:
             info.dataset_shards = shards
+        info.dataset_knobs = dataset_knobs(ds)
         if type(loader) is DataLoader and _in_webloader(info.iter_stack):
             # webdataset's WebLoader holds a plain DataLoader and iterates it inside its pipeline: the
             # script wrote `wds.WebLoader(..., num_workers=...)`, so the fix is written in that name.

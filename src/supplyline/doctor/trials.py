@@ -43,6 +43,11 @@ MAX_EXTRA_PAIRS = 2  # A/B pairs a trial may add while its interval still holds 
 # saves' cost moves from pair to pair (pair ratios 0.48-1.07 on the planted 32 MB job, truth 0.77x):
 # four pairs left every interval holding 1.0, eight are what that spread needs.
 MAX_EXTRA_PERIODIC_PAIRS = 6
+# A trial loader's batch that takes longer than this is a hung worker, not a slow one (a MosaicML
+# worker once waited forever on threads it did not inherit): the trial fails with torch's "DataLoader
+# timed out" and the job goes on, where without it the job would hang. A loader with a timeout of its
+# own keeps that.
+TRIAL_BATCH_TIMEOUT_S = 120.0
 LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
@@ -203,6 +208,7 @@ class TrialRunner:
         self.step_s = 0.0  # the observed median step: how long the announced steps will take
         self._failed: tuple[int, dict[str, Any], str] | None = None  # (plan, settings, why) of a fix that failed
         self.passes = 0  # new passes over the dataset a trial loader began when it reached its end
+        self._restore_epoch: Callable[[], None] = lambda: None  # apply.dataset_state.hold_epoch
 
     # -- planning ---------------------------------------------------------------------------
     def begin(self, plans: list[PlannedTrial], loader: Any, first_step: int = 0) -> bool:
@@ -228,6 +234,9 @@ class TrialRunner:
         if not self.segments:
             return False
         self.active = True
+        from supplyline.apply.dataset_state import hold_epoch
+
+        self._restore_epoch = hold_epoch(getattr(loader, "dataset", None))
         self._announce()
         self._start(0)
         return True
@@ -348,12 +357,12 @@ class TrialRunner:
                 tried = describe_candidates(plan.candidates)
                 from torch.utils.data import IterableDataset  # torch is loaded: the job runs
 
-                from supplyline.apply.loader import CONFIGURES_ITS_DATASET
+                from supplyline.apply.dataset_state import copies_dataset
 
                 iterable = isinstance(getattr(self.loader, "dataset", None), IterableDataset)
                 words = WHAT_CHANGES["iterable" if iterable else "loader"]
-                if type(self.loader).__module__.startswith(CONFIGURES_ITS_DATASET):
-                    words = words.replace("over the same", "over a copy of the same")  # apply.loader.rebuild_loader
+                if copies_dataset(self.loader):
+                    words = words.replace("over the same", "over a copy of the same")  # apply.dataset_state
                 parts.append(words.format(kind=loader_kind(self.loader), settings=tried))
             else:
                 parts.append(WHAT_CHANGES[plan.fix])
@@ -384,8 +393,11 @@ class TrialRunner:
             from supplyline.apply.loader import rebuild_loader
 
             self._startup_pending = True
+            settings = dict(seg.settings)
+            if int(settings.get("num_workers", 0) or 0) and not getattr(self.loader, "timeout", 0):
+                settings["timeout"] = TRIAL_BATCH_TIMEOUT_S
             with _quiet_worker_count():
-                self._trial_loader = rebuild_loader(self.loader, seg.settings)
+                self._trial_loader = rebuild_loader(self.loader, settings)
             self._trial_kind = type(self._trial_loader).__name__
             self._trial_iter = None  # made at the first fetch, so its start-up is timed there
         elif fix == "logging":
@@ -545,6 +557,10 @@ class TrialRunner:
         except Exception as exc:
             note = _join(note, f"ending the trial failed: {type(exc).__name__}: {exc}")
         self._snapshot = None  # the copy's memory goes back when the trial ends
+        try:
+            self._restore_epoch()  # the trial's loaders' workers are gone: the script's epoch counter is its own again
+        except Exception as exc:
+            note = _join(note, f"restoring the dataset's epoch failed: {type(exc).__name__}: {exc}")
         if self.passes:
             more = "a new pass" if self.passes == 1 else f"{self.passes} new passes"
             note = _join(note, f"the trial's loader reached the end of its epoch and went on into {more} over the data")
