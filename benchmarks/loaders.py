@@ -8,6 +8,7 @@ against the same setting written by hand, alternating.
     PYTHONPATH=src python benchmarks/loaders.py --loop [--steps 200] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --hf [--steps 200] [--repeats 5]
     PYTHONPATH=src python benchmarks/loaders.py --litdata [--steps 200] [--repeats 5]
+    PYTHONPATH=src python benchmarks/loaders.py --mosaic [--steps 200] [--repeats 5]
 
 
 The job (tests/loaders/zoo/stateful_starved.py: torchdata's StatefulDataLoader, 1 ms of Python work
@@ -38,6 +39,11 @@ for read-bound loops (a background thread filling a queue); the doctor cannot ap
 ``litdata.optimize`` wrote, whose ``transform`` does 1 ms of Python work per sample, 16 a batch, in a
 ``StreamingDataLoader`` with ``num_workers=0``) unchanged, under `run --apply`, and by hand.
 
+``--mosaic``: MosaicML streaming (tests/loaders/zoo/mosaic_starved.py: a ``StreamingDataset`` subclass
+over MDS shards whose ``__getitem__`` does 1 ms of Python work per sample, 16 a batch, in a torch
+DataLoader with ``num_workers=0``) unchanged, under `run --apply`, and by hand. It needs an
+environment where ``import streaming`` works (torchvision: see docs/loaders.md).
+
 ``--hook-cost``: what the nesting guard adds to each hooked fetch, in-process, on an iterator whose
 fetch costs nothing: the base hook (torch's DataLoader: one test of an empty set) and an override's
 hook (StatefulDataLoader: the thread marked inside it), each against the timed body alone,
@@ -65,6 +71,8 @@ LOOP_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "getba
 HF_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "hf_starved.py")
 LITDATA_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "litdata_starved.py")
 CHUNKS = os.path.join(tempfile.gettempdir(), "supplyline-bench-litdata")  # written here on first use
+MOSAIC_JOB = os.path.join(os.path.dirname(HERE), "tests", "loaders", "zoo", "mosaic_starved.py")
+MDS = os.path.join(tempfile.gettempdir(), "supplyline-bench-mosaic")  # written here on first use
 TOKENS = os.path.join(tempfile.gettempdir(), "supplyline-bench-tokens")  # written by the job on first use
 SHARDS = os.path.join(tempfile.gettempdir(), "supplyline-bench-wds")  # written by the job on first use
 SPEC = "num_workers={n},prefetch_factor=4,persistent_workers"
@@ -115,6 +123,7 @@ def main() -> None:
     parser.add_argument("--loop", action="store_true", help="the job with no loader object (get_batch)")
     parser.add_argument("--hf", action="store_true", help="the Hugging Face datasets job")
     parser.add_argument("--litdata", action="store_true", help="the LitData StreamingDataLoader job")
+    parser.add_argument("--mosaic", action="store_true", help="the MosaicML StreamingDataset job")
     args = parser.parse_args()
     if args.hook_cost:
         hook_cost()
@@ -123,7 +132,17 @@ def main() -> None:
     n, steps = str(args.workers), str(args.steps)
     if args.litdata and not os.path.exists(os.path.join(CHUNKS, "index.json")):
         subprocess.run([sys.executable, LITDATA_JOB, "--prepare", CHUNKS], check=True, capture_output=True)
-    plain_job = [HF_JOB, steps] if args.hf else [LITDATA_JOB, steps, CHUNKS] if args.litdata else [JOB, steps]
+    if args.mosaic and not os.path.exists(os.path.join(MDS, "index.json")):
+        subprocess.run([sys.executable, MOSAIC_JOB, "--prepare", MDS], check=True, capture_output=True)
+    plain_job = (
+        [HF_JOB, steps]
+        if args.hf
+        else [LITDATA_JOB, steps, CHUNKS]
+        if args.litdata
+        else [MOSAIC_JOB, steps, MDS]
+        if args.mosaic
+        else [JOB, steps]
+    )
     arms = (
         {
             "unchanged (get_batch in the loop)": [sys.executable, LOOP_JOB, TOKENS, steps],

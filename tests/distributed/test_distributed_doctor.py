@@ -42,6 +42,16 @@ def test_each_rank_writes_its_own_record_with_timed_allreduce(straggler_run):
     assert "rank 1: INPUT" in proc.stderr
 
 
+def test_the_merged_top_fix_is_the_ranks_own(straggler_run):
+    # written with the same snippets as each rank's own report.json, so it quotes the same lines
+    _, out = straggler_run
+    merged = load(os.path.join(out, "report.json"))
+    for row in merged["ranks"]:
+        own = load(os.path.join(out, f"rank-{row['rank']}", "report.json"))
+        assert row["top_finding"] == (own["findings"][0] if own["findings"] else None)
+    assert merged["straggler"]["its_top_finding"]["fix"] == merged["ranks"][1]["top_finding"]["fix"]
+
+
 def test_merge_command_rebuilds_the_same_report(straggler_run, tmp_path):
     _, out = straggler_run
     copy = str(tmp_path / "copy")

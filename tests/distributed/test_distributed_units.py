@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 import pytest
@@ -171,33 +172,123 @@ def test_merge_without_rank_records_is_one_clear_line(tmp_path):
     assert missing.returncode == 2 and "no such directory" in missing.stderr
 
 
+def rank(
+    r: int,
+    *,
+    reason: str = "completed",
+    exc: str | None = None,
+    message: str | None = None,
+    ended: float = 0.0,
+    own: float = 10.0,
+    wait: float = 0.0,
+    data_wait: float = 0.0,
+    series: list[float] | None = None,
+    steps: int = 9,
+):
+    """A hand-built rank row: ``own`` ms of its own work a step (``data_wait`` of it waiting on data),
+    ``wait`` ms in collectives."""
+    from supplyline import phases as P
+    from supplyline.analyze.distributed import RankOutcome, RankRow
+    from supplyline.analyze.verdict import Verdict
+
+    phases = {p: 0.0 for p in P.PHASE_ORDER} | {
+        P.COMPUTE: own - data_wait,
+        P.DATA_WAIT: data_wait,
+        P.COLLECTIVE: wait,
+    }
+    return RankRow(
+        rank=r,
+        node_rank=0,
+        hostname="h",
+        local_rank=r,
+        steps=steps,
+        step_ms=own + wait,
+        phase_ms=phases,
+        own_ms=own,
+        outcome=RankOutcome(reason, 1 if exc else 0, exc, message, ended),
+        verdict=Verdict("compute", f"rank {r} is compute-bound"),
+        top_finding=None,
+        collectives={"ddp_models": 1},
+        own_series=series if series is not None else [own] * steps,
+    )
+
+
 def test_the_first_failure_is_the_cause_not_the_peers_that_lost_it():
     from supplyline.analyze.distributed import crash_list
-
-    def row(rank: int, reason: str, exc: str | None, message: str | None, ended: float) -> dict:
-        return {
-            "rank": rank,
-            "steps": 9,
-            "outcome": {
-                "reason": reason,
-                "exit_code": 1 if exc else 0,
-                "exception_type": exc,
-                "exception_message": message,
-                "ended_unix_s": ended,
-            },
-        }
 
     peer = (
         "Got the following error when running the callback: RuntimeError: [pair.cc:553] Connection closed by "
         "peer [127.0.0.1]:2966. This is typically caused by a remote worker crashing.\n\nAt:\n  x.py(1): f"
     )
     rows = [
-        row(0, "exception", "RuntimeError", peer, 10.0),
-        row(1, "exception", "ValueError", "bad batch", 11.0),
-        row(2, "terminated", "Terminated", "stopped by SIGTERM", 12.0),
-        row(3, "stopped", None, None, 9.0),
+        rank(0, reason="exception", exc="RuntimeError", message=peer, ended=10.0),
+        rank(1, reason="exception", exc="ValueError", message="bad batch", ended=11.0),
+        rank(2, reason="terminated", exc="Terminated", message="stopped by SIGTERM", ended=12.0),
+        rank(3, reason="stopped", ended=9.0),
     ]
     crashes = crash_list(rows)
-    assert [c["rank"] for c in crashes] == [1, 2, 0] and [c["first"] for c in crashes] == [True, False, False]
-    assert crashes[2]["exception_message"].startswith("[pair.cc:553] Connection closed by peer")
-    assert "\n" not in crashes[2]["exception_message"]
+    assert [c.rank for c in crashes] == [1, 2, 0] and [c.first for c in crashes] == [True, False, False]
+    assert crashes[2].exception_message is not None
+    assert crashes[2].exception_message.startswith("[pair.cc:553] Connection closed by peer")
+    assert "\n" not in crashes[2].exception_message
+
+
+def test_the_rank_the_others_wait_for_is_the_straggler_and_its_cause_the_phase_it_exceeds_in():
+    from supplyline.analyze.distributed import find_straggler, job_verdict, side_by_side
+
+    slow = rank(1, own=30.0, data_wait=20.0, wait=0.5)
+    rows = [rank(0, own=10.0, wait=20.5), slow, rank(2, own=10.0, wait=20.5)]
+    s = find_straggler(rows)
+    assert s is not None and (s.rank, s.phase, s.cause) == (1, "data_wait", "input")
+    assert s.own_excess_ms == 20.0 and s.others_collective_ms == 20.5
+    assert "the others wait for rank 1 in all-reduce" in s.sentence
+    v = job_verdict(rows, s, [])
+    assert v.bound == "input" and v.sentence.startswith("Straggler: rank 1")
+    cells = side_by_side(rows)
+    assert cells["own"].worst_rank == 1 and cells["own"].median_ms == 10.0 and cells["data_wait"].worst_ms == 20.0
+
+
+def test_no_straggler_where_the_lead_is_not_persistent_or_the_others_do_not_wait():
+    from supplyline.analyze.distributed import find_straggler, job_verdict
+
+    # rank 1 is behind on average, but it leads in only 2 of 9 steps (a preempted host now and then)
+    bursty = rank(1, own=30.0, data_wait=20.0, wait=0.5, series=[100.0, 100.0] + [10.0] * 7)
+    assert find_straggler([rank(0, wait=20.5), bursty, rank(2, wait=20.5)]) is None
+    # rank 1 does more of its own work, and nobody waits for it: not a straggler
+    assert find_straggler([rank(0), rank(1, own=30.0, data_wait=20.0), rank(2)]) is None
+    # every rank waits in collectives most of its step: communication-bound
+    even = [rank(r, own=5.0, wait=15.0) for r in range(3)]
+    assert job_verdict(even, None, []).bound == "collective"
+    # a rank without a record: no "no straggler" claim
+    assert job_verdict(even[:2], None, [], missing=[2]).bound == "unknown"
+
+
+def test_the_merged_report_saves_the_same_fields_as_before_and_not_the_per_step_series():
+    from supplyline.analyze.distributed import JobInfo, JobVerdict, MergedReport, find_straggler, side_by_side
+
+    rows = [rank(0, wait=20.5), rank(1, own=30.0, data_wait=20.0, wait=0.5), rank(2, wait=20.5)]
+    merged = MergedReport(
+        job=JobInfo(3, 3, ["h"], "k", "job.py", []),
+        verdict=JobVerdict("input", "s"),
+        straggler=find_straggler(rows),
+        side_by_side=side_by_side(rows),
+        ranks=rows,
+        missing_ranks=[],
+        crashes=[],
+        notes=[],
+    )
+    d = merged.to_dict()
+    assert list(d) == [
+        *("merged_report_version", "kind", "job", "verdict", "straggler", "side_by_side"),
+        *("ranks", "missing_ranks", "crashes", "notes"),
+    ]
+    assert list(d["ranks"][0]) == [
+        *("rank", "node_rank", "hostname", "local_rank", "steps", "step_ms", "phase_ms", "own_ms"),
+        *("outcome", "verdict", "top_finding", "collectives"),
+    ]
+    assert d["straggler"]["rank"] == 1 and d["side_by_side"]["own"] == {
+        "median_ms": 10.0,
+        "worst_ms": 30.0,
+        "worst_rank": 1,
+    }
+    json.dumps(d)  # plain JSON all the way down

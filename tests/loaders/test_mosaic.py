@@ -96,3 +96,14 @@ def test_a_trial_loader_gets_a_copy_without_the_scripts_iteration_state(shards) 
     restore()
     assert ds.next_epoch == epoch
     assert next(it)["x"].shape == (16, 64)  # the script's iteration goes on
+
+
+@pytest.mark.slow
+def test_a_healthy_mosaic_dataset_is_compute_bound(
+    tmp_path, doctor_job, shards, words_follow_figures, one_screen
+) -> None:
+    proc, rep = doctor_job(JOB, "300", shards, "--healthy")
+    assert rep["verdict"]["bound"] == "compute", rep["verdict"]
+    assert not any(f["check"] in ("dataloader", "storage") for f in rep["findings"]), rep["findings"]
+    words_follow_figures(rep, proc.stderr)
+    one_screen(rep, proc.stderr)

@@ -20,14 +20,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.analyze.distributed import merge_dir
+    from supplyline.doctor.merged import merge_dir
     from supplyline.render.distributed import render_merged
 
     if not os.path.isdir(args.dir):
         raise UserError(f"no such directory: {args.dir}")
     report = merge_dir(args.dir)
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
+        json.dump(report.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif not args.quiet:
         render_merged(report, args.dir)

@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from supplyline.analyze.distributed import is_distributed_dir
+    from supplyline.doctor.merged import is_distributed_dir
 
     if (
         os.path.isdir(args.dir)
@@ -55,14 +55,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _merged(args: argparse.Namespace) -> int:
-    from supplyline.analyze.distributed import merge_dir
     from supplyline.atomic import atomic_write_json
+    from supplyline.doctor.merged import merge_dir
     from supplyline.render.distributed import render_merged
 
     report = merge_dir(args.dir)  # writes DIR/report.json
     if args.out and args.json:
         os.makedirs(args.out, exist_ok=True)
-        atomic_write_json(os.path.join(args.out, "report.json"), report)
+        atomic_write_json(os.path.join(args.out, "report.json"), report.to_dict())
     render_merged(report, args.dir)
     if args.html or args.trace:
         print(

@@ -88,7 +88,8 @@ def launch_ranks(target: Any, out_dir: str, args: argparse.Namespace) -> int:
 
 def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
     """If no rank merged (a crash, records split across nodes), merge here when every rank's record is here."""
-    from supplyline.analyze.distributed import is_distributed_dir, load_rank_records, merge_dir, started_markers
+    from supplyline.analyze.distributed import world_size
+    from supplyline.doctor.merged import is_distributed_dir, load_rank_records, merge_dir, started_markers
     from supplyline.render.distributed import render_merged
 
     merged = os.path.join(out_dir, "report.json")
@@ -99,7 +100,7 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
     try:
         records, _ = load_rank_records(out_dir)
         first = next(iter(records.values()))
-        world = int((first.distributed or {}).get("world_size") or len(records))
+        world = world_size(records)
         # torchrun has ended: a rank of this node that left a started marker and no record was killed
         killed = started_markers(out_dir, str((first.distributed or {}).get("job_key")))
         if len(records) + len([r for r in killed if r not in records]) < world:

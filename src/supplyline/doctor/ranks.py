@@ -22,13 +22,14 @@ import hashlib
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import psutil
 
-from supplyline.analyze.distributed import STARTED_FILE
+from supplyline.analyze.distributed import MergedReport
+from supplyline.doctor.merged import STARTED_FILE
 from supplyline.record import RunRecord
 
 GATHER_TIMEOUT_S = 180.0  # covers a slow rank still draining its loader in the what-if phase
@@ -102,9 +103,9 @@ def write_started(out_dir: str, info: RankInfo) -> None:
         pass
 
 
-def finish_rank(record: RunRecord, info: RankInfo, out_dir: str, quiet: bool) -> dict[str, Any] | None:
+def finish_rank(record: RunRecord, info: RankInfo, out_dir: str, quiet: bool) -> MergedReport | None:
     """After this rank's record is on disk: merge, if this rank is the one that can. Returns the merged report."""
-    from supplyline.analyze.distributed import merge_dir
+    from supplyline.doctor.merged import merge_dir
 
     healthy = record.outcome.reason in ("completed", "stopped", "sys_exit") and record.outcome.exit_code == 0
     gathered = _gather(record, info) if healthy else None
@@ -124,10 +125,10 @@ def finish_rank(record: RunRecord, info: RankInfo, out_dir: str, quiet: bool) ->
     return _merge_and_show(merge_dir, out_dir, quiet)
 
 
-def _merge_and_show(merge_dir: Any, out_dir: str, quiet: bool) -> dict[str, Any]:
+def _merge_and_show(merge_dir: Callable[[str], MergedReport], out_dir: str, quiet: bool) -> MergedReport:
     from supplyline.render.distributed import render_merged
 
-    report: dict[str, Any] = merge_dir(out_dir)
+    report = merge_dir(out_dir)
     if not quiet:
         render_merged(report, out_dir)
     return report
