@@ -365,3 +365,41 @@ def test_ready_batches_counts_a_real_loaders_queue() -> None:
         assert ready_batches(it) in (3, 4)  # one taken; its replacement asked for, made or not yet
     finally:
         it._shutdown_workers()
+
+
+class _HangsInWorkers:
+    """A dataset that serves in the training process and never in a worker (a worker waiting on
+    threads it did not inherit, as MosaicML's did)."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int) -> int:
+        import time
+
+        from torch.utils.data import get_worker_info
+
+        if get_worker_info() is not None:
+            time.sleep(600)
+        return i
+
+
+def test_a_trial_loader_that_never_delivers_times_out_instead_of_hanging_the_job(monkeypatch):
+    from torch.utils.data import DataLoader
+
+    from supplyline.doctor import trials
+
+    monkeypatch.setattr(trials, "TRIAL_BATCH_TIMEOUT_S", 2.0)
+    info = TrialsInfo(enabled=True, steps_requested=12)
+    runner = TrialRunner(info, lambda line: None)
+    loader = DataLoader(_HangsInWorkers(), batch_size=4, num_workers=0)
+    plan = PlannedTrial("dataloader", 2.0, candidates=[{"num_workers": 1, "prefetch_factor": 2}])
+    assert runner.begin([plan], loader)
+    while runner.segment is not None and runner.segment.label != "B":
+        runner.on_step(0.01)
+    assert runner._trial_loader.timeout == 2.0  # the script's loader had none of its own
+    with pytest.raises(RuntimeError, match="timed out"):
+        runner.next_batch(lambda it: next(it))
+    runner.fail("the trial's loader timed out")
+    (trial,) = info.trials
+    assert trial.failed and trial.measured_speedup is None
