@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -175,3 +176,68 @@ def test_import_supplyline_loads_no_torch() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "False"
+
+
+def phase_only_names() -> set[str]:
+    """The phase names that name nothing else: ``data_wait``, ``compute_hooked``, ``eval``,
+    ``gpu_idle``. ``compute``, ``logging``, ``checkpoint``, ``transfer`` and ``collective`` are also
+    check names or verdicts, and ``other`` a loader role, so a literal of theirs proves nothing."""
+    import typing
+
+    from supplyline import phases as P
+    from supplyline.analyze.checks import CheckName
+    from supplyline.collect.events import LoaderRole
+
+    names = set(P.PHASE_ORDER) | set(P.CLOCK_PHASES) | {P.GPU_IDLE}
+    return names - set(typing.get_args(CheckName)) - set(typing.get_args(P.Bound)) - set(typing.get_args(LoaderRole))
+
+
+def phase_literals(path: Path, names: set[str]) -> list[str]:
+    """``file:line "name"`` for each string constant in ``path`` that is one of ``names``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        f"{path.name}:{node.lineno} {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
+    ]
+
+
+def test_no_phase_literal_outside_phases_py() -> None:
+    """A phase is named through ``supplyline.phases`` (``P.EVAL``, ``P.COMPUTE_HOOKED``), so a
+    renamed or added phase is one edit; the record's JSON keys are the only other place they live."""
+    names = phase_only_names()
+    assert {"data_wait", "compute_hooked", "eval"} <= names  # the rule checks what it claims
+    found = [
+        hit for path in sorted(SRC.rglob("*.py")) if path.name != "phases.py" for hit in phase_literals(path, names)
+    ]
+    assert found == []
+
+
+def test_the_phase_literal_rule_finds_a_literal(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text('acc = {}\nacc["compute_hooked"] = 1.0\nEVAL = "eval"\n', encoding="utf-8")
+    assert set(phase_literals(probe, phase_only_names())) == {"probe.py:2 'compute_hooked'", "probe.py:3 'eval'"}
+
+
+IGNORE = re.compile(r"#\s*type:\s*ignore(\[[^\]]*\])?(.*)$")
+
+
+def unexplained_ignores(text: str) -> list[int]:
+    """Lines whose ``# type: ignore`` names no error code or gives no reason (a ``# why`` after it)."""
+    bad = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = IGNORE.search(line)
+        if m and (not m.group(1) or not re.match(r"\s*#\s*\S", m.group(2))):
+            bad.append(n)
+    return bad
+
+
+def test_every_type_ignore_names_its_code_and_its_reason() -> None:
+    assert unexplained_ignores("x = f()  # type: ignore[arg-type]  # typeshed lacks the overload\n") == []
+    assert unexplained_ignores("x = f()  # type: ignore[arg-type]\ny = g()  # type: ignore  # why\n") == [1, 2]
+    found = [
+        f"{path.relative_to(SRC)}:{n}"
+        for path in sorted(SRC.rglob("*.py"))
+        for n in unexplained_ignores(path.read_text(encoding="utf-8"))
+    ]
+    assert found == []

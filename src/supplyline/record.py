@@ -108,7 +108,8 @@ class RunRecord:
     trials: TrialsInfo = field(default_factory=TrialsInfo)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_plain(self)  # a dataclass always becomes a dict
+        plain: dict[str, Any] = to_plain(self)  # a dataclass always becomes a dict
+        return plain
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRecord:

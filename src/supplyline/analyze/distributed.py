@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import observed_indices
-from supplyline.analyze.checks import Finding
-from supplyline.analyze.report import FixSnippets, Report, build_report
+from supplyline.analyze.checks import Finding, FixSnippets
+from supplyline.analyze.report import Report, build_report
 from supplyline.analyze.verdict import Verdict
 from supplyline.record import RunRecord
 from supplyline.typed import to_plain

@@ -96,12 +96,14 @@ def _medians_from_pool(
     """``k`` bootstrap medians of ``n`` draws from sorted ``values`` with cumulative weights ``cum_weight``."""
     if n % 2:
         m = (n + 1) // 2
-        return values[_order_stat_index(cum_weight, rng.beta(m, n - m + 1, k))]
+        one: np.ndarray = values[_order_stat_index(cum_weight, rng.beta(m, n - m + 1, k))]
+        return one
     m = n // 2
     u1 = rng.beta(m, n - m + 1, k)
     # Given the m-th smallest uniform, the next one is the smallest of the n−m uniforms above it.
     u2 = u1 + (1.0 - u1) * rng.beta(1, n - m, k)
-    return (values[_order_stat_index(cum_weight, u1)] + values[_order_stat_index(cum_weight, u2)]) / 2.0
+    two: np.ndarray = (values[_order_stat_index(cum_weight, u1)] + values[_order_stat_index(cum_weight, u2)]) / 2.0
+    return two
 
 
 def bootstrap_medians(
@@ -154,7 +156,8 @@ def _block_resamples(run: np.ndarray, rows: int, rng: np.random.Generator) -> np
     b = block_length(n)
     starts = rng.integers(0, n, size=(rows, -(-n // b)))
     idx = (starts[:, :, None] + np.arange(b)) % n
-    return run[idx.reshape(rows, -1)[:, :n]]
+    drawn: np.ndarray = run[idx.reshape(rows, -1)[:, :n]]
+    return drawn
 
 
 # Elements of one chunk of resamples: bounds the memory of a bootstrap over long runs (~16 MB).

@@ -151,7 +151,7 @@ class LoaderSettings:
                 finally:
                     _local.depth = 0
 
-            __init__._supplyline_layer = this  # type: ignore[attr-defined]
+            __init__._supplyline_layer = this  # type: ignore[attr-defined]  # a mark on the function object
             return __init__
 
         self._patcher._patch(cls, "__init__", make)

@@ -24,10 +24,11 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from supplyline import phases as P
 from supplyline.collect.frames import USER, file_kind
 from supplyline.collect.patching import Patcher
 
-EVAL = "eval"
+EVAL = P.EVAL
 _CONTEXTLIB = f"{os.sep}torch{os.sep}utils{os.sep}_contextlib.py"
 
 
@@ -48,7 +49,9 @@ def started_by_user(caller: FrameType | None) -> bool:
 
 def _called_by_user(caller: FrameType) -> bool:
     """``model.eval()`` calls ``train(False)`` from torch's ``Module.eval``: look one frame further."""
-    if caller.f_code.co_name == "eval" and file_kind(caller.f_code.co_filename) != USER and caller.f_back:
+    from torch.nn import Module  # loaded: Module.train is running
+
+    if caller.f_code.co_name == Module.eval.__name__ and file_kind(caller.f_code.co_filename) != USER and caller.f_back:
         caller = caller.f_back
     return file_kind(caller.f_code.co_filename) == USER
 

@@ -29,7 +29,7 @@ class GpuReader:
         self._names: list[str] = []
         try:
             if nvml is None:
-                import pynvml as nvml  # type: ignore[no-redef]
+                import pynvml as nvml  # type: ignore[no-redef]  # the module-level name was None: NVML absent at import
             nvml.nvmlInit()
         except Exception as exc:  # ImportError, NVMLError_LibraryNotFound, DriverNotLoaded, ...
             self.reason = f"{NO_GPU} ({_describe(exc)})"

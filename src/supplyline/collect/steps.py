@@ -197,8 +197,8 @@ class StepClock:
         if blocked_s <= 0:
             return
         acc = self.acc if self.open_start is not None else self.outside
-        moved = min(blocked_s, acc["compute_hooked"])
-        acc["compute_hooked"] -= moved
+        moved = min(blocked_s, acc[P.COMPUTE_HOOKED])
+        acc[P.COMPUTE_HOOKED] -= moved
         acc[P.COLLECTIVE] += moved
 
     def external_boundary(self) -> None:

@@ -408,10 +408,10 @@ class TorchHooks(Patcher):
 
         def pre(opt: Any, args: Any, kwargs: Any) -> None:
             _training_work_begins(clock, spans)
-            started[id(opt)] = clock.enter("compute_hooked")
+            started[id(opt)] = clock.enter(P.COMPUTE_HOOKED)
 
         def post(opt: Any, args: Any, kwargs: Any) -> None:
-            clock.leave("compute_hooked", started.pop(id(opt), -1.0))
+            clock.leave(P.COMPUTE_HOOKED, started.pop(id(opt), -1.0))
             self.maybe_patch_late()
             if self.timeline is not None:
                 self.timeline.on_work_queued()  # the update's launches are queued: the step's last GPU work
@@ -438,11 +438,11 @@ class TorchHooks(Patcher):
 
         def backward(*args: Any, **kwargs: Any) -> Any:
             _training_work_begins(clock, spans)
-            t = clock.enter("compute_hooked")
+            t = clock.enter(P.COMPUTE_HOOKED)
             try:
                 return original(*args, **kwargs)
             finally:
-                clock.leave("compute_hooked", t)
+                clock.leave(P.COMPUTE_HOOKED, t)
                 if hooks.after_backward is not None and t >= 0:
                     clock.add_collective(hooks.after_backward())
                 clock.update(0)

@@ -191,7 +191,7 @@ def _died_here(out_dir: str, rank: int, info: RankInfo) -> bool:
 def _alive(pid: int, create_time: float) -> bool:
     try:
         p = psutil.Process(pid)
-        return abs(p.create_time() - create_time) < 1.0 and p.status() != psutil.STATUS_ZOMBIE
+        return bool(abs(p.create_time() - create_time) < 1.0 and p.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
     except psutil.Error:  # cannot tell: treat as alive, so nobody merges without it

@@ -94,7 +94,7 @@ class HardExitHook:
         self._fired = False
 
     def install(self) -> None:
-        os._exit = self._exit  # type: ignore[assignment]
+        os._exit = self._exit  # type: ignore[assignment]  # typeshed's NoReturn; ours ends the process too
 
     def uninstall(self) -> None:
         if os._exit == self._exit:  # the script may have replaced it too: leave theirs alone

@@ -43,7 +43,7 @@ def inventory_factor(ready: list[int | None], skip: int) -> float:
     n = len(ready) - skip
     if n < 1 or skip < 1 or ready[skip - 1] is None or ready[-1] is None:
         return 1.0
-    made = n + ready[-1] - ready[skip - 1]  # type: ignore[operator]
+    made = n + ready[-1] - ready[skip - 1]  # type: ignore[operator]  # both checked for None just above
     if made <= 0:
         return MAX_INVENTORY_FACTOR
     return min(MAX_INVENTORY_FACTOR, max(1.0 / MAX_INVENTORY_FACTOR, n / made))

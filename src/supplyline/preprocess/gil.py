@@ -160,7 +160,7 @@ def _holds_gil(thread_scaling: float, process_scaling: float | None, gil_wait: f
     otherwise processes must out-scale threads in a run where processes scaled at all."""
     if gil_wait is not None:
         return gil_wait >= GIL_WAIT_SHARE
-    return _conclusive(process_scaling) and process_scaling >= GIL_RATIO * thread_scaling  # type: ignore[operator]
+    return _conclusive(process_scaling) and process_scaling >= GIL_RATIO * thread_scaling  # type: ignore[operator]  # _conclusive: not None
 
 
 def verdict(thread_scaling: float, process_scaling: float | None, n: int, gil_wait: float | None = None) -> str:

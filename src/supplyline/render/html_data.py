@@ -35,7 +35,7 @@ def plot_data(record: RunRecord, b: Breakdown) -> dict[str, Any]:
     steps = _steps(record, b)
     monitor = _monitor(record)
     ends = [s + d / 1e3 for s, d in zip(steps["start_s"], steps["duration_ms"])] + monitor["t_s"]
-    return finite(
+    data: dict[str, Any] = finite(
         {
             "t_end_s": max(ends) if ends else 0.0,
             "phases": P.page_table(),
@@ -44,6 +44,7 @@ def plot_data(record: RunRecord, b: Breakdown) -> dict[str, Any]:
             "monitor": monitor,
         }
     )
+    return data
 
 
 def _steps(record: RunRecord, b: Breakdown) -> dict[str, Any]:

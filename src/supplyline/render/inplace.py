@@ -139,7 +139,7 @@ class LineProxy(io.TextIOBase):
         return self._target.fileno()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # TextIO's is an attribute; the target's, read live
         return getattr(self._target, "encoding", "utf-8")
 
     def __getattr__(self, name: str) -> Any:  # buffer, errors, name, ...: the real stream's

@@ -136,7 +136,7 @@ def _process_table(sample: Sample) -> Table:
 def _opt(value: Any, fmt: Any) -> str:
     if value is None:
         return "n/a"
-    return fmt(value) if callable(fmt) else fmt.format(value)
+    return str(fmt(value) if callable(fmt) else fmt.format(value))
 
 
 class MonitorLiveView:

@@ -73,4 +73,4 @@ def show_inline(obj: Any) -> None:
     """Display ``obj`` under the running cell (its ``_repr_html_`` and text repr)."""
     from IPython.display import display
 
-    display(obj)
+    display(obj)  # type: ignore[no-untyped-call]  # IPython's display() carries no annotations

@@ -180,7 +180,7 @@ class Search:
         while True:  # climb while an unmeasured neighbour of the best could be better
             on_ladder = [self._results.get(self._point(batch_size, w)) for w in ladder]
             measured = [i for i, m in enumerate(on_ladder) if m is not None]
-            best_i = max(measured, key=lambda i: on_ladder[i].score())  # type: ignore[union-attr]
+            best_i = max(measured, key=lambda i: on_ladder[i].score())  # type: ignore[union-attr]  # measured: indices of non-None
             todo = [i for i in (best_i - 1, best_i + 1) if 0 <= i < len(ladder) and on_ladder[i] is None]
             if not todo or self._run(self._point(batch_size, ladder[todo[0]])) is None:
                 return

@@ -166,7 +166,7 @@ def run_cell(
         max((t[2] for t in totals), default=0),
     )
     if interrupted is not None:
-        interrupted.cell = cell  # type: ignore[attr-defined]
+        interrupted.cell = cell  # type: ignore[attr-defined]  # the partial cell rides on the KeyboardInterrupt
         raise interrupted
     return cell
 
@@ -249,7 +249,7 @@ def measure_test(
             try:
                 cell = run_cell(test, cache, items, threads, seconds, block_size, direct, method)
             except KeyboardInterrupt as exc:
-                cells.append(exc.cell)  # type: ignore[attr-defined]
+                cells.append(exc.cell)  # type: ignore[attr-defined]  # set by run_cell before it re-raised
                 raise
             cells.append(cell)
             cold = cell if cache == "cold" else cold

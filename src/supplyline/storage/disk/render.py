@@ -72,7 +72,7 @@ def render_measurements(report: DiskReport, console: Console) -> None:
         ("time", "right"),
         ("cold by", "left"),
     ):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]  # rich's JustifyMethod literal; ours are its values
     for c in report.cells:
         unit = {"sequential": "reads/s", "small_files": "files/s", "metadata": "ops/s"}[c.test]
         table.add_row(
