@@ -83,11 +83,13 @@ def source_line(file: str, line: int) -> str:
     return linecache.getline(file, line).strip()
 
 
-def percentile(values: list[float], q: float) -> float:
+def nearest_rank(values: list[float], fraction: float) -> float:
+    """The value at ``fraction`` (0..1) of the sorted values, not interpolated (a step time that
+    happened); 0.0 for none. ``collect.summary.percentile`` is the interpolated one, q in 0..100."""
     ordered = sorted(values)
     if not ordered:
         return 0.0
-    k = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    k = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
     return ordered[k]
 
 
@@ -153,7 +155,7 @@ def breakdown(record: RunRecord) -> Breakdown:
         total_s=total,
         step_s_median=step_median,
         step_s_mean=(total / len(durations) if durations else 0.0),
-        step_s_p95=percentile(durations, 0.95),
+        step_s_p95=nearest_rank(durations, 0.95),
         steps_per_s=steps_per_s,
         samples_per_s=samples_per_s,
         batches_per_step=mean_batches,

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from supplyline.analyze.checks import INPUT_CHECKS, LOOP_BY_HAND, NODES_BY_HAND, Finding
-from supplyline.collect.events import is_loop
+from supplyline.collect.events import LOADER_KEYS, is_loop
 
 if TYPE_CHECKING:
     from supplyline.analyze.report import Report, Trial
     from supplyline.record import TargetInfo
 
 # The DataLoader settings `run --apply` and the change can name, in the order they are written.
-LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 _NUMBERED = re.compile(r"\(\d\)\s+")
 _CODE = ("+ ", "- ", "# ", "  ")
 _METHOD = re.compile(r'method="(\w+)"')

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from supplyline import phases as P
-from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown, observed_indices, percentile
+from supplyline.analyze.breakdown import Breakdown, SourceLine, breakdown, nearest_rank, observed_indices
 from supplyline.analyze.checks import (
     INPUT_CHECKS,
     MIN_SHARE,
@@ -389,7 +389,7 @@ def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
         w.loader_only_batches_per_s / b.batches_per_step if w.loader_only_batches_per_s and b.batches_per_step else None
     )
     durations = [record.steps["duration_s"][i] for i in observed_indices(record)[0]]
-    spread = [percentile(durations, q) * 1e3 for q in SPREAD_Q] if durations else None
+    spread = [nearest_rank(durations, q) * 1e3 for q in SPREAD_Q] if durations else None
     speedup, claim = _whatif_claim(w.compute_only_step_s, observed, spread, b.phase_share.get(P.DATA_WAIT, 0.0))
     return WhatIfResult(
         label=WHATIF_LABEL,

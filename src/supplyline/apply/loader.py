@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supplyline.apply.dataset_state import copies_dataset, dataset_for_new_loader
+from supplyline.collect.events import LOADER_KEYS
 from supplyline.collect.loader_classes import overrides, takes_loader_settings, watch_subclasses
 from supplyline.collect.patching import Patcher
 
 RANDOM_SAMPLERS = ("RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler")
-LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")  # what --apply may set
 DEFAULTS: dict[str, Any] = {"num_workers": 0, "prefetch_factor": None, "persistent_workers": False, "pin_memory": False}
 _local = threading.local()  # construction depth, shared by every installed layer
 

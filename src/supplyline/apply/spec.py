@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from supplyline.analyze.trial_result import trial_decision
+from supplyline.collect.events import LOADER_KEYS
 from supplyline.errors import UserError
 
-LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 SWITCHES = ("async_save", "async_logging")
 APPLY_TO = ("auto", "train", "all")
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

@@ -72,6 +72,10 @@ class LoaderInfo:
     dataset_knobs: dict[str, Any] = field(default_factory=dict)
 
 
+# The DataLoader settings the fixes change (the trial, `run --apply`, the recommendation, the next step).
+LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
+
+
 @dataclass
 class TransferStats:
     """Host-to-device copies on the training thread (CUDA only)."""

@@ -28,7 +28,7 @@ from typing import Any
 
 from supplyline.analyze.trial_result import EQUIVALENT  # inside ±5%: "no difference", no gain worth a change
 from supplyline.collect.checkpoints import group_checkpoints
-from supplyline.collect.events import SaveEvent, TrialRecord, TrialSegment, TrialsInfo
+from supplyline.collect.events import LOADER_KEYS, SaveEvent, TrialRecord, TrialSegment, TrialsInfo
 from supplyline.doctor import trial_stats
 
 TRIAL_LABEL = 2.0  # steps.whatif: 0 observed, 1 compute-only replay, 2 fix trial
@@ -48,7 +48,6 @@ MAX_EXTRA_PERIODIC_PAIRS = 6
 # timed out" and the job goes on, where without it the job would hang. A loader with a timeout of its
 # own keeps that.
 TRIAL_BATCH_TIMEOUT_S = 120.0
-LOADER_KEYS = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")
 
 WHAT_CHANGES = {
     "loader": "a new {kind} over the same dataset and sampler with {settings} (the data order within the "
