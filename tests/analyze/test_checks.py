@@ -435,3 +435,14 @@ def test_a_background_save_the_trial_measured_slower_becomes_a_cadence_change() 
     assert f.fix.startswith("No gain measured from saving in the background: the doctor's trial did it on this job")
     assert "0.90× (0.85–0.95) (slower)" in f.fix and "AsyncCheckpointer" not in f.fix
     assert f.expected_speedup == promised.expected_speedup  # the model's estimate stays, beside the trial
+
+
+def test_the_check_table_names_every_finding_once() -> None:
+    import typing
+
+    from supplyline.analyze.checks import CHECK_PHASE, CHECK_SPECS, INPUT_CHECKS, CheckName
+
+    names = [s.name for s in CHECK_SPECS]
+    assert sorted(names) == sorted(typing.get_args(CheckName)) and len(set(names)) == len(names)
+    assert INPUT_CHECKS == {"dataloader", "storage", "preprocessing"}
+    assert CHECK_PHASE["storage"] == "data_wait" and "host" not in CHECK_PHASE

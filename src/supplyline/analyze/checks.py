@@ -42,7 +42,32 @@ from supplyline.record import RunRecord
 
 CheckName = Literal["dataloader", "storage", "transfer", "logging", "checkpoint", "preprocessing", "host"]
 Severity = Literal["high", "medium", "low"]
-INPUT_CHECKS: frozenset[CheckName] = frozenset({"dataloader", "storage", "preprocessing"})
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """What a finding's name stands for: the step phase its share is of (its noise test; None: a
+    finding without a share of the step, the host's), and whether it is about the input pipeline
+    (the verdict's "input-bound" needs one of those)."""
+
+    name: CheckName
+    phase: P.PhaseName | None
+    is_input: bool
+
+
+# The one table of findings; INPUT_CHECKS and CHECK_PHASE are read off it, and a test holds it to
+# CheckName. The check functions that produce them run in CHECKS' order (input_check makes the three
+# input findings).
+CHECK_SPECS: tuple[CheckSpec, ...] = (
+    CheckSpec("dataloader", P.DATA_WAIT, True),
+    CheckSpec("storage", P.DATA_WAIT, True),
+    CheckSpec("preprocessing", P.DATA_WAIT, True),
+    CheckSpec("transfer", P.TRANSFER, False),
+    CheckSpec("logging", P.LOGGING, False),
+    CheckSpec("checkpoint", P.CHECKPOINT, False),
+    CheckSpec("host", None, False),
+)
+INPUT_CHECKS: frozenset[CheckName] = frozenset(s.name for s in CHECK_SPECS if s.is_input)
 MIN_SHARE = 0.05  # below 5% of step time a phase is not worth a finding
 NOISE_ZONE = 2.0  # shares under 2 × MIN_SHARE must clear the floor with their interval
 MIN_PROMISE = 1.05  # a predicted speed-up below this is no promise: the finding says "no gain expected"
@@ -730,15 +755,8 @@ def _snippet(make: Callable[[FixSnippets], str], ev: Evidence) -> str | None:
 CHECKS: tuple[Check, ...] = (input_check, transfer_check, logging_check, checkpoint_check, host_check)
 
 
-# The step phase each check's share is of, for its noise test (checks not listed have no share).
-CHECK_PHASE: dict[str, str] = {
-    "dataloader": P.DATA_WAIT,
-    "storage": P.DATA_WAIT,
-    "preprocessing": P.DATA_WAIT,
-    "transfer": P.TRANSFER,
-    "logging": P.LOGGING,
-    "checkpoint": P.CHECKPOINT,
-}
+# The step phase each finding's share is of, for its noise test (the host's has none).
+CHECK_PHASE: dict[str, str] = {s.name: s.phase for s in CHECK_SPECS if s.phase is not None}
 
 
 def noise_checked(ev: Evidence, found: list[Finding]) -> list[Finding]:
