@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import observed_indices
@@ -76,28 +76,10 @@ class RankRow:
     top_finding: Finding | None
     collectives: dict[str, object]  # the rank's collective counters, as its record holds them
     # Per-step own time, aligned across ranks by step index: the straggler's lead; not saved.
-    own_series: list[float] = field(default_factory=list)
+    own_series: list[float] = field(default_factory=list, metadata={"json": False})
 
     def to_dict(self) -> dict[str, object]:
-        out = {k: to_plain(getattr(self, k)) for k in ROW_FIELDS}
-        out["top_finding"] = self.top_finding.to_dict() if self.top_finding else None
-        return out
-
-
-ROW_FIELDS = (
-    "rank",
-    "node_rank",
-    "hostname",
-    "local_rank",
-    "steps",
-    "step_ms",
-    "phase_ms",
-    "own_ms",
-    "outcome",
-    "verdict",
-    "top_finding",
-    "collectives",
-)
+        return {f.name: to_plain(getattr(self, f.name)) for f in fields(self) if f.metadata.get("json", True)}
 
 
 @dataclass(frozen=True)
@@ -115,11 +97,6 @@ class Straggler:
     sentence: str
     expected_speedup_if_fixed: float
     its_top_finding: Finding | None
-
-    def to_dict(self) -> dict[str, object]:
-        out: dict[str, object] = to_plain(self)
-        out["its_top_finding"] = self.its_top_finding.to_dict() if self.its_top_finding else None
-        return out
 
 
 @dataclass
@@ -181,7 +158,7 @@ class MergedReport:
             "kind": self.kind,
             "job": to_plain(self.job),
             "verdict": to_plain(self.verdict),
-            "straggler": self.straggler.to_dict() if self.straggler else None,
+            "straggler": to_plain(self.straggler),
             "side_by_side": to_plain(self.side_by_side),
             "ranks": [r.to_dict() for r in self.ranks],
             "missing_ranks": list(self.missing_ranks),

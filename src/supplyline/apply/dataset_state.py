@@ -40,9 +40,14 @@ LITDATA = "litdata."  # loader classes whose __init__ and __iter__ set state on 
 MOSAIC_PROCESS_STATE = ("_iterator", "_executor", "_event", "_cache_filelock", "_locals_shm")
 
 
+def is_litdata_loader(loader: Any) -> bool:
+    """A litdata ``StreamingDataLoader`` (or another loader class of litdata's)."""
+    return type(loader).__module__.startswith(LITDATA)
+
+
 def copies_dataset(loader: Any) -> bool:
     """Whether a new loader over ``loader``'s dataset gets a copy of it (see the module's text)."""
-    return type(loader).__module__.startswith(LITDATA) or is_mosaic(getattr(loader, "dataset", None))
+    return is_litdata_loader(loader) or is_mosaic(getattr(loader, "dataset", None))
 
 
 def dataset_for_new_loader(loader: Any) -> Any:

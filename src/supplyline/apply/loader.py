@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from supplyline.apply.dataset_state import copies_dataset, dataset_for_new_loader
+from supplyline.apply.dataset_state import dataset_for_new_loader, is_litdata_loader
 from supplyline.collect.events import LOADER_KEYS
 from supplyline.collect.loader_classes import overrides, takes_loader_settings, watch_subclasses
 from supplyline.collect.patching import Patcher
@@ -244,7 +244,7 @@ def rebuild_loader(loader: Any, settings: dict[str, Any]) -> Any:
     else:  # batch_size=None: no automatic batching
         arguments.update(batch_size=None, sampler=loader.sampler)
     dataset = dataset_for_new_loader(loader)  # litdata and Mosaic keep iteration state on it
-    if copies_dataset(loader):
+    if is_litdata_loader(loader):
         # litdata's collate function is the script loader's, unwrapped from the wrapper its
         # __init__ adds again.
         inner = getattr(arguments["collate_fn"], "collate_fn", None)

@@ -47,11 +47,9 @@ def started_by_user(caller: FrameType | None) -> bool:
     return False
 
 
-def _called_by_user(caller: FrameType) -> bool:
-    """``model.eval()`` calls ``train(False)`` from torch's ``Module.eval``: look one frame further."""
-    from torch.nn import Module  # loaded: Module.train is running
-
-    if caller.f_code.co_name == Module.eval.__name__ and file_kind(caller.f_code.co_filename) != USER and caller.f_back:
+def _called_by_user(caller: FrameType, eval_name: str) -> bool:
+    """``model.eval()`` calls ``train(False)`` from torch's ``Module.eval`` (``eval_name``): look one frame further."""
+    if caller.f_code.co_name == eval_name and file_kind(caller.f_code.co_filename) != USER and caller.f_back:
         caller = caller.f_back
     return file_kind(caller.f_code.co_filename) == USER
 
@@ -108,12 +106,15 @@ class EvalSpans(Patcher):
         return __exit__
 
     def _wrap_train(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        import torch  # loaded: its Module.train is the one being wrapped
+
         spans, clock = self, self.clock
+        eval_name = torch.nn.Module.eval.__name__
 
         def train(module: Any, mode: bool = True) -> Any:
             if mode:
                 spans.training_resumed()
-            elif clock.depth == 0 and _called_by_user(sys._getframe(1)):
+            elif clock.depth == 0 and _called_by_user(sys._getframe(1), eval_name):
                 t = clock.enter(EVAL)
                 if t >= 0:
                     spans.spans += 1

@@ -88,7 +88,7 @@ def launch_ranks(target: Any, out_dir: str, args: argparse.Namespace) -> int:
 
 def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
     """If no rank merged (a crash, records split across nodes), merge here when every rank's record is here."""
-    from supplyline.analyze.distributed import world_size
+    from supplyline.analyze.distributed import job_key, world_size
     from supplyline.doctor.merged import is_distributed_dir, load_rank_records, merge_dir, started_markers
     from supplyline.render.distributed import render_merged
 
@@ -102,7 +102,7 @@ def _merge_if_missing(out_dir: str, started: float, quiet: bool) -> None:
         first = next(iter(records.values()))
         world = world_size(records)
         # torchrun has ended: a rank of this node that left a started marker and no record was killed
-        killed = started_markers(out_dir, str((first.distributed or {}).get("job_key")))
+        killed = started_markers(out_dir, job_key(first))
         if len(records) + len([r for r in killed if r not in records]) < world:
             print(
                 f"supplyline doctor: {out_dir} holds the records of ranks {sorted(records)} of {world}; the merged "
