@@ -32,9 +32,20 @@ class ShapeError(ValueError):
 
 
 def to_plain(obj: Any) -> Any:
-    """Dataclasses (recursively) to dicts; lists and tuples to lists. Cheaper than ``asdict``."""
+    """Dataclasses (recursively) to dicts; lists and tuples to lists. Cheaper than ``asdict``.
+
+    A field whose metadata says ``{"json": False}`` is left out, and so is one that says
+    ``{"omit_none": True}`` while it holds None."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        out = {}
+        for f in dataclasses.fields(obj):
+            if f.metadata and not f.metadata.get("json", True):
+                continue
+            value = getattr(obj, f.name)
+            if value is None and f.metadata and f.metadata.get("omit_none"):
+                continue
+            out[f.name] = to_plain(value)
+        return out
     if isinstance(obj, (list, tuple)):
         return [to_plain(v) for v in obj]
     if isinstance(obj, dict):

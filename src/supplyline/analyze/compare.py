@@ -1,6 +1,6 @@
 """Two reports side by side, and the CI gate: did the input pipeline regress?
 
-Pure functions of two report dicts (``build_report``) and, for the slowdown gate, the two sides'
+Pure functions of two typed reports (``build_report``), giving a typed ``Comparison``, and, for the slowdown gate, the two sides'
 observed step times (one time-ordered list per run; several runs per side are pooled). Thresholds:
 - ``max_slowdown_pct``: the NEW median step time may be at most this many percent above BASE's;
   a crossing fails only when it is also significant (``stats.compare_step_times``: one-sided
@@ -18,15 +18,21 @@ cores busy and wait longer: then the wait may be the change's own doing and wall
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from supplyline import phases as P
 from supplyline.analyze import stats
 from supplyline.analyze.breakdown import observed_indices
+from supplyline.analyze.checks import Finding
 from supplyline.analyze.supply import job_cores
+from supplyline.analyze.verdict import Verdict
 from supplyline.errors import UserError
 from supplyline.record import RunRecord
+from supplyline.typed import to_plain
+
+if TYPE_CHECKING:
+    from supplyline.analyze.report import Report
 
 
 def observed_step_times(record: RunRecord) -> list[float]:
@@ -67,16 +73,6 @@ class GateBasis:
     base_job_cores: float | None  # cores the job's own processes kept busy
     new_job_cores: float | None
     note: str | None  # one line when the basis needs saying
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "basis": "own" if self.what == OWN else "wall",
-            "base_cpu_wait_share": self.base_wait_share,
-            "new_cpu_wait_share": self.new_wait_share,
-            "base_job_cores": self.base_job_cores,
-            "new_job_cores": self.new_job_cores,
-            "note": self.note,
-        }
 
 
 def _wait_share(records: Sequence[RunRecord]) -> float | None:
@@ -133,38 +129,137 @@ def _change_pct(base: float | None, new: float | None) -> float | None:
     return (new / base - 1.0) * 100.0
 
 
+_OMIT = {"omit_none": True}  # left out of the JSON when None, as the dict form always did
+
+
+@dataclass
+class Metric:
+    """One row of the table: BASE, NEW, the change, and the 95% intervals when step times were pooled."""
+
+    base: float | None
+    new: float | None
+    change_pct: float | None
+    base_interval: list[float] | None = field(default=None, metadata=_OMIT)
+    new_interval: list[float] | None = field(default=None, metadata=_OMIT)
+
+    def refresh_change(self) -> None:
+        self.change_pct = _change_pct(self.base, self.new)
+
+
+@dataclass(frozen=True)
+class PhaseDelta:
+    base: float
+    new: float
+    change_points: float  # percentage points, NEW less BASE
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One threshold and whether NEW crossed it."""
+
+    gate: str  # max_slowdown | max_data_wait
+    limit_pct: float
+    value_pct: float | None
+    failed: bool
+    significant: bool | None = field(default=None, metadata=_OMIT)  # the slowdown gate with step times
+    noise_pct: float | None = field(default=None, metadata=_OMIT)
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class FindingBrief:
+    check: str
+    severity: str
+    share_of_step_time: float
+
+
+@dataclass(frozen=True)
+class FindingsDelta:
+    base: list[FindingBrief]
+    new: list[FindingBrief]
+    appeared: list[str]  # checks NEW has and BASE has not
+    resolved: list[str]
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """The slowdown test in full: the basis of the gate's step times, the ratio and its intervals."""
+
+    basis: str  # "own" (less the waits for a CPU) or "wall"
+    base_cpu_wait_share: float | None
+    new_cpu_wait_share: float | None
+    base_job_cores: float | None
+    new_job_cores: float | None
+    note: str | None
+    ratio: float
+    ratio_interval: list[float]
+    decision_interval: list[float]
+    run_to_run_allowance_pct: float
+    runs_note: str | None
+    confidence: float
+    p_value: float
+    alpha: float
+    significant: bool
+    noise_pct: float
+    base_steps: int
+    new_steps: int
+    base_runs: int
+    new_runs: int
+
+
+@dataclass(frozen=True)
+class Side:
+    target: str
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What ``compare`` prints and ``compare --json`` writes."""
+
+    base: Side
+    new: Side
+    metrics: dict[str, Metric]  # step_ms_median, step_ms_p95, steps_per_s, samples_per_s
+    phase_share: dict[str, PhaseDelta]
+    findings: FindingsDelta
+    slowdown: Slowdown | None
+    gates: list[Gate]
+    failed: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = to_plain(self)
+        return out
+
+
 def compare_reports(
-    base: dict[str, Any],
-    new: dict[str, Any],
+    base: Report,
+    new: Report,
     max_slowdown_pct: float | None = None,
     max_data_wait_pct: float | None = None,
     base_steps_s: Sequence[Sequence[float]] | None = None,
     new_steps_s: Sequence[Sequence[float]] | None = None,
     gate: tuple[Sequence[Sequence[float]], Sequence[Sequence[float]], GateBasis] | None = None,
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare two reports. ``base_steps_s``/``new_steps_s``: each side's observed step times in
     seconds, one list per run (``observed_step_times``), for the table and, without ``gate``
     (``gate_times``: the times the slowdown gate decides on, and their basis), for the gate too;
     without step times the gate falls back to a bare comparison of the two medians."""
     for label, rep in (("BASE", base), ("NEW", new)):
-        if not rep["steps"]["observed"]:
-            raise UserError(f"{label} ({rep['target']['name']}) has no observed training steps to compare")
-    bs, ns = base["steps"], new["steps"]
-    metrics = {}
-    for key in ("step_ms_median", "step_ms_p95", "steps_per_s", "samples_per_s"):
-        metrics[key] = {"base": bs.get(key), "new": ns.get(key), "change_pct": _change_pct(bs.get(key), ns.get(key))}
-    phases = {
-        p: {
-            "base": base["phase_share"][p],
-            "new": new["phase_share"].get(p, 0.0),
-            "change_points": (new["phase_share"].get(p, 0.0) - base["phase_share"][p]) * 100.0,
-        }
-        for p in base["phase_share"]
-        if p in new["phase_share"] or P.BY_NAME.get(p, P.BY_NAME[P.OTHER]).partition  # GPU idle: only when both have it
+        if not rep.steps.observed:
+            raise UserError(f"{label} ({rep.target.name}) has no observed training steps to compare")
+    bs, ns = base.steps, new.steps
+    metrics = {
+        key: Metric(getattr(bs, key), getattr(ns, key), _change_pct(getattr(bs, key), getattr(ns, key)))
+        for key in METRICS
     }
-    base_checks = {f["check"] for f in base["findings"]}
-    new_checks = {f["check"] for f in new["findings"]}
-    gates = []
+    phases = {
+        p: PhaseDelta(share, new.phase_share.get(p, 0.0), (new.phase_share.get(p, 0.0) - share) * 100.0)
+        for p, share in base.phase_share.items()
+        if p in new.phase_share or P.BY_NAME.get(p, P.BY_NAME[P.OTHER]).partition  # GPU idle: only when both have it
+    }
+    base_checks = {f.check for f in base.findings}
+    new_checks = {f.check for f in new.findings}
+    gates: list[Gate] = []
     slowdown_test = None
     basis = None
     if base_steps_s is not None and new_steps_s is not None:
@@ -172,97 +267,93 @@ def compare_reports(
         what = basis.what if basis is not None else WALL
         slowdown_test = stats.compare_step_times(gate_b, gate_n, max_slowdown_pct, what=what)
         _pooled_metrics(metrics, base_steps_s, new_steps_s)
-    slowdown = metrics["step_ms_median"]["change_pct"]
+    slowdown = metrics["step_ms_median"].change_pct
     if max_slowdown_pct is not None:
         gates.append(_slowdown_gate(max_slowdown_pct, slowdown, slowdown_test))
     if max_data_wait_pct is not None:
-        wait = new["phase_share"][P.DATA_WAIT] * 100.0
-        gates.append(
-            {
-                "gate": "max_data_wait",
-                "limit_pct": max_data_wait_pct,
-                "value_pct": wait,
-                "failed": wait > max_data_wait_pct,
-                "text": f"data wait {wait:.1f}% of NEW's step time (limit {max_data_wait_pct:g}%)",
-            }
-        )
-    return {
-        "base": {"target": base["target"]["name"], "verdict": base["verdict"]},
-        "new": {"target": new["target"]["name"], "verdict": new["verdict"]},
-        "metrics": metrics,
-        "phase_share": phases,
-        "findings": {
-            "base": [_brief(f) for f in base["findings"]],
-            "new": [_brief(f) for f in new["findings"]],
-            "appeared": sorted(new_checks - base_checks),
-            "resolved": sorted(base_checks - new_checks),
-        },
-        "slowdown": None if slowdown_test is None else _slowdown_dict(slowdown_test, basis),
-        "gates": gates,
-        "failed": any(g["failed"] for g in gates),
-    }
+        wait = new.phase_share[P.DATA_WAIT] * 100.0
+        text = f"data wait {wait:.1f}% of NEW's step time (limit {max_data_wait_pct:g}%)"
+        gates.append(Gate("max_data_wait", max_data_wait_pct, wait, wait > max_data_wait_pct, text=text))
+    return Comparison(
+        base=Side(base.target.name, base.verdict),
+        new=Side(new.target.name, new.verdict),
+        metrics=metrics,
+        phase_share=phases,
+        findings=FindingsDelta(
+            base=[_brief(f) for f in base.findings],
+            new=[_brief(f) for f in new.findings],
+            appeared=sorted(new_checks - base_checks),
+            resolved=sorted(base_checks - new_checks),
+        ),
+        slowdown=None if slowdown_test is None else _slowdown(slowdown_test, basis),
+        gates=gates,
+        failed=any(g.failed for g in gates),
+    )
+
+
+METRICS = ("step_ms_median", "step_ms_p95", "steps_per_s", "samples_per_s")
 
 
 def _pooled_metrics(
-    metrics: dict[str, dict[str, Any]], base_steps_s: Sequence[Sequence[float]], new_steps_s: Sequence[Sequence[float]]
+    metrics: dict[str, Metric], base_steps_s: Sequence[Sequence[float]], new_steps_s: Sequence[Sequence[float]]
 ) -> None:
     """Median step time and steps/s from the pooled step lists, with the block-bootstrap 95%
     intervals the gate uses (drift within runs and spread between runs included), so the table
     shows the figures the gate decided on."""
+    median, rate, samples = metrics["step_ms_median"], metrics["steps_per_s"], metrics["samples_per_s"]
     for side, steps in (("base", base_steps_s), ("new", new_steps_s)):
         med = stats.block_median_interval(steps)
-        metrics["step_ms_median"][side] = med.estimate * 1000.0
-        metrics["step_ms_median"][f"{side}_interval"] = [med.low * 1000.0, med.high * 1000.0]
+        setattr(median, side, med.estimate * 1000.0)
+        setattr(median, f"{side}_interval", [med.low * 1000.0, med.high * 1000.0])
         if med.low > 0:
-            mean_rate = metrics["steps_per_s"][side]
-            metrics["steps_per_s"][side] = 1.0 / med.estimate
-            metrics["steps_per_s"][f"{side}_interval"] = [1.0 / med.high, 1.0 / med.low]
-            samples = metrics["samples_per_s"][side]
-            if samples and mean_rate:  # the same rate in samples: its row must not tell another story
-                metrics["samples_per_s"][side] = samples / mean_rate / med.estimate
-    for key in ("step_ms_median", "steps_per_s", "samples_per_s"):
-        metrics[key]["change_pct"] = _change_pct(metrics[key]["base"], metrics[key]["new"])
+            mean_rate = getattr(rate, side)
+            setattr(rate, side, 1.0 / med.estimate)
+            setattr(rate, f"{side}_interval", [1.0 / med.high, 1.0 / med.low])
+            per_s = getattr(samples, side)
+            if per_s and mean_rate:  # the same rate in samples: its row must not tell another story
+                setattr(samples, side, per_s / mean_rate / med.estimate)
+    for m in (median, rate, samples):
+        m.refresh_change()
 
 
-def _slowdown_gate(limit_pct: float, slowdown: float | None, test: stats.SlowdownTest | None) -> dict[str, Any]:
-    if test is None:  # report dicts only: the bare median comparison of older callers
-        return {
-            "gate": "max_slowdown",
-            "limit_pct": limit_pct,
-            "value_pct": slowdown,
-            "failed": slowdown is not None and slowdown > limit_pct,
-            "text": f"median step time {slowdown:+.1f}% vs BASE (limit +{limit_pct:g}%)",
-        }
-    return {
-        "gate": "max_slowdown",
-        "limit_pct": limit_pct,
-        "value_pct": test.change_pct,
-        "failed": test.failed,
-        "significant": test.significant,
-        "noise_pct": test.noise_pct,
-        "text": test.text,
-    }
+def _slowdown_gate(limit_pct: float, slowdown: float | None, test: stats.SlowdownTest | None) -> Gate:
+    if test is None:  # reports only: the bare median comparison of older callers
+        failed = slowdown is not None and slowdown > limit_pct
+        return Gate(
+            "max_slowdown",
+            limit_pct,
+            slowdown,
+            failed,
+            text=f"median step time {slowdown:+.1f}% vs BASE (limit +{limit_pct:g}%)",
+        )
+    return Gate("max_slowdown", limit_pct, test.change_pct, test.failed, test.significant, test.noise_pct, test.text)
 
 
-def _slowdown_dict(test: stats.SlowdownTest, basis: GateBasis | None) -> dict[str, Any]:
-    return {
-        **(GateBasis(WALL, None, None, None, None, None) if basis is None else basis).to_dict(),
-        "ratio": test.ratio.estimate,
-        "ratio_interval": [test.ratio.low, test.ratio.high],
-        "decision_interval": [test.decision.low, test.decision.high],
-        "run_to_run_allowance_pct": test.allowance_pct,
-        "runs_note": test.runs_note,
-        "confidence": test.ratio.confidence,
-        "p_value": test.p_value,
-        "alpha": stats.ALPHA,
-        "significant": test.significant,
-        "noise_pct": test.noise_pct,
-        "base_steps": test.base_steps,
-        "new_steps": test.new_steps,
-        "base_runs": test.base_runs,
-        "new_runs": test.new_runs,
-    }
+def _slowdown(test: stats.SlowdownTest, basis: GateBasis | None) -> Slowdown:
+    b = GateBasis(WALL, None, None, None, None, None) if basis is None else basis
+    return Slowdown(
+        basis="own" if b.what == OWN else "wall",
+        base_cpu_wait_share=b.base_wait_share,
+        new_cpu_wait_share=b.new_wait_share,
+        base_job_cores=b.base_job_cores,
+        new_job_cores=b.new_job_cores,
+        note=b.note,
+        ratio=test.ratio.estimate,
+        ratio_interval=[test.ratio.low, test.ratio.high],
+        decision_interval=[test.decision.low, test.decision.high],
+        run_to_run_allowance_pct=test.allowance_pct,
+        runs_note=test.runs_note,
+        confidence=test.ratio.confidence,
+        p_value=test.p_value,
+        alpha=stats.ALPHA,
+        significant=test.significant,
+        noise_pct=test.noise_pct,
+        base_steps=test.base_steps,
+        new_steps=test.new_steps,
+        base_runs=test.base_runs,
+        new_runs=test.new_runs,
+    )
 
 
-def _brief(f: dict[str, Any]) -> dict[str, Any]:
-    return {"check": f["check"], "severity": f["severity"], "share_of_step_time": f["share_of_step_time"]}
+def _brief(f: Finding) -> FindingBrief:
+    return FindingBrief(f.check, f.severity, f.share_of_step_time)

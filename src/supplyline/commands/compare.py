@@ -6,12 +6,14 @@ import argparse
 import glob
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from supplyline import cli_types
 from supplyline.errors import UserError
 
 if TYPE_CHECKING:
+    from supplyline.analyze.compare import Comparison, Metric
+    from supplyline.analyze.report import Report
     from supplyline.record import RunRecord
 
 NAME = "compare"
@@ -76,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
     gate = gate_times(base_records, new_records)
     result = compare_reports(base, new, args.max_slowdown, args.max_data_wait, base_steps, new_steps, gate)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
         _print(result)
-    return 1 if result["failed"] else 0
+    return 1 if result.failed else 0
 
 
 def _sides(runs: list[str], new_side: list[str] | None) -> tuple[list[str], list[str]]:
@@ -100,18 +102,18 @@ def _expand(patterns: list[str]) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _load_side(patterns: list[str], label: str) -> tuple[dict[str, Any], list[RunRecord]]:
+def _load_side(patterns: list[str], label: str) -> tuple[Report, list[RunRecord]]:
     """The first run's report (verdict, phases, findings) and every run's record."""
     from supplyline.analyze.report import report_from_saved
 
-    reports, records = [], []
+    reports: list[Report] = []
+    records: list[RunRecord] = []
     for path in _expand(patterns):
         try:
-            record, typed = report_from_saved(path)
-            report = typed.to_dict()
+            record, report = report_from_saved(path)
         except UserError as exc:
             raise UserError(f"{label}: {exc}") from exc
-        if not report["steps"]["observed"]:
+        if not report.steps.observed:
             raise UserError(f"{label} ({path}) has no observed training steps to compare")
         reports.append(report)
         records.append(record)
@@ -122,14 +124,14 @@ def _fmt(value: float | None, unit: str = "") -> str:
     return "—" if value is None else f"{value:.1f}{unit}"
 
 
-def _with_interval(m: dict[str, Any], side: str, unit: str) -> str:
-    interval = m.get(f"{side}_interval")
-    if interval is None or m[side] is None:
-        return _fmt(m[side], unit)
-    return f"{m[side]:.1f}{unit} [{interval[0]:.1f}–{interval[1]:.1f}]"
+def _with_interval(m: Metric, side: str, unit: str) -> str:
+    value, interval = getattr(m, side), getattr(m, f"{side}_interval")
+    if interval is None or value is None:
+        return _fmt(value, unit)
+    return f"{value:.1f}{unit} [{interval[0]:.1f}–{interval[1]:.1f}]"
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: Comparison) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -137,8 +139,8 @@ def _print(result: dict[str, Any]) -> None:
     from supplyline.console import stdout_console
 
     c = stdout_console()
-    c.print(f"[bold]BASE[/] {escape(result['base']['target'])}: {escape(result['base']['verdict']['sentence'])}")
-    c.print(f"[bold]NEW[/]  {escape(result['new']['target'])}: {escape(result['new']['verdict']['sentence'])}")
+    c.print(f"[bold]BASE[/] {escape(result.base.target)}: {escape(result.base.verdict.sentence)}")
+    c.print(f"[bold]NEW[/]  {escape(result.new.target)}: {escape(result.new.verdict.sentence)}")
     t = Table(show_header=True, header_style="bold")
     for col in ("", "BASE", "NEW", "change"):
         t.add_column(col, justify="right" if col else "left")
@@ -148,43 +150,35 @@ def _print(result: dict[str, Any]) -> None:
         "steps_per_s": ("steps/s", ""),
         "samples_per_s": ("samples/s", ""),
     }
-    for key, m in result["metrics"].items():
+    for key, m in result.metrics.items():
         label, unit = names[key]
-        change = "—" if m["change_pct"] is None else f"{m['change_pct']:+.1f}%"
+        change = "—" if m.change_pct is None else f"{m.change_pct:+.1f}%"
         t.add_row(label, _with_interval(m, "base", unit), _with_interval(m, "new", unit), change)
-    for p, s in result["phase_share"].items():
-        t.add_row(
-            f"{P.label(p)} share",
-            f"{s['base'] * 100:.1f}%",
-            f"{s['new'] * 100:.1f}%",
-            f"{s['change_points']:+.1f} pt",
-        )
+    for p, s in result.phase_share.items():
+        t.add_row(f"{P.label(p)} share", f"{s.base * 100:.1f}%", f"{s.new * 100:.1f}%", f"{s.change_points:+.1f} pt")
     c.print(t)
-    f = result["findings"]
+    f = result.findings
     c.print(
         "findings BASE: "
-        + (", ".join(x["check"] for x in f["base"]) or "none")
+        + (", ".join(x.check for x in f.base) or "none")
         + " · NEW: "
-        + (", ".join(x["check"] for x in f["new"]) or "none")
-        + (f" · appeared: {', '.join(f['appeared'])}" if f["appeared"] else "")
-        + (f" · resolved: {', '.join(f['resolved'])}" if f["resolved"] else "")
+        + (", ".join(x.check for x in f.new) or "none")
+        + (f" · appeared: {', '.join(f.appeared)}" if f.appeared else "")
+        + (f" · resolved: {', '.join(f.resolved)}" if f.resolved else "")
     )
-    slow = result.get("slowdown")
+    slow = result.slowdown
     if slow:
-        lo, hi = slow["ratio_interval"]
-        runs = (
-            f" · pooled {slow['base_runs']} vs {slow['new_runs']} runs"
-            if slow["base_runs"] + slow["new_runs"] > 2
-            else ""
-        )
+        lo, hi = slow.ratio_interval
+        runs = f" · pooled {slow.base_runs} vs {slow.new_runs} runs" if slow.base_runs + slow.new_runs > 2 else ""
+        what = "median step less its CPU wait" if slow.basis == "own" else "median step"
         c.print(
-            f"NEW/BASE {'median step less its CPU wait' if slow['basis'] == 'own' else 'median step'} {slow['ratio']:.3f} (95% CI {lo:.3f}–{hi:.3f}, block bootstrap) · one-sided "
-            f"Mann-Whitney p={slow['p_value']:.2g} · {slow['base_steps']} vs {slow['new_steps']} steps{runs}"
+            f"NEW/BASE {what} {slow.ratio:.3f} (95% CI {lo:.3f}–{hi:.3f}, block bootstrap) · one-sided "
+            f"Mann-Whitney p={slow.p_value:.2g} · {slow.base_steps} vs {slow.new_steps} steps{runs}"
         )
-        for note in (slow.get("note"), slow["runs_note"]):
+        for note in (slow.note, slow.runs_note):
             if note:
                 c.print(escape(note))
-    for g in result["gates"]:
-        c.print(("[bold red]FAIL[/] " if g["failed"] else "[green]ok[/]   ") + escape(g["text"]))
-    if result["gates"] and not result["failed"]:
+    for g in result.gates:
+        c.print(("[bold red]FAIL[/] " if g.failed else "[green]ok[/]   ") + escape(g.text))
+    if result.gates and not result.failed:
         print("compare: all thresholds met", file=sys.stderr)
