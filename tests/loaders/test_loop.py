@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,6 +64,7 @@ def test_no_window_once_a_dataloader_fed_the_job() -> None:
     loop.disarm()
 
 
+@pytest.mark.flaky(reruns=1)  # the sampler takes 3-5 samples in the wait: one run in many names none
 def test_a_starved_loop_is_named_judged_and_given_its_own_fix(
     tmp_path, doctor_job, words_follow_figures, one_screen
 ) -> None:
@@ -80,9 +82,14 @@ def test_a_starved_loop_is_named_judged_and_given_its_own_fix(
     assert "yield `get_batch(...)` from an IterableDataset" in top["fix"], top["fix"]
     assert "DataLoader(batch_size=None, num_workers=2, persistent_workers=True" in top["fix"]
     assert "cannot try it in-process" in top["fix"] and "get_worker_info().id" in top["fix"]
-    # The wait is attributed to the lines that build the batch, inside get_batch.
+    # The wait is attributed to the lines that build the batch: inside get_batch, or the loop's own line
+    # that calls it (a sample can land on the call before get_batch's frame is entered or after it
+    # returns: CI of stop 40 saw main's `x, y = get_batch(...)` on top).
     lines = rep["data_wait_lines"]
-    assert lines and lines[0]["function"] == "get_batch", lines[:3]
+    assert lines, rep["data_wait_lines"]
+    top_line = lines[0]
+    source = Path(top_line["file"]).read_text().splitlines()[top_line["line"] - 1]
+    assert top_line["function"] == "get_batch" or "get_batch(" in source, (lines[:3], source)
     assert not rep["trials"] and any("builds its batches itself" in n for n in rep["notes"]), rep["notes"]
     assert "Run:" not in proc.stderr and "+ x, y = next(batches)" in proc.stderr
     words_follow_figures(rep, proc.stderr)
