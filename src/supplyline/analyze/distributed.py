@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from supplyline import phases as P
 from supplyline.analyze.breakdown import observed_indices
@@ -79,7 +79,8 @@ class RankRow:
     own_series: list[float] = field(default_factory=list, metadata={"json": False})
 
     def to_dict(self) -> dict[str, object]:
-        return {f.name: to_plain(getattr(self, f.name)) for f in fields(self) if f.metadata.get("json", True)}
+        out: dict[str, object] = to_plain(self)  # own_series is marked json=False: left out
+        return out
 
 
 @dataclass(frozen=True)
