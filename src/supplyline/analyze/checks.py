@@ -13,7 +13,7 @@ import linecache
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from supplyline import phases as P
@@ -74,7 +74,7 @@ MIN_PROMISE = 1.05  # a predicted speed-up below this is no promise: the finding
 SEVERITY_RANK: dict[Severity, int] = {"high": 0, "medium": 1, "low": 2}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
     check: CheckName
     severity: Severity
@@ -784,7 +784,7 @@ def noise_checked(ev: Evidence, found: list[Finding]) -> list[Finding]:
         if f.expected_speedup and ci.estimate > 0:
             saved = 1.0 - 1.0 / f.expected_speedup
             lo, hi = (removal_speedup(min(saved * end / ci.estimate, 0.95)) for end in (ci.low, ci.high))
-            f.expected_speedup_range = [max(1.0, lo), max(1.0, hi)]
+            f = replace(f, expected_speedup_range=[max(1.0, lo), max(1.0, hi)])
         out.append(f)
     return out
 

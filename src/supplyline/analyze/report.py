@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 import statistics
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from supplyline import phases as P
@@ -279,7 +279,7 @@ def build_report(record: RunRecord, snippets: FixSnippets | None = None) -> Repo
         # Beside the CPU split, not part of it: the shares of the step phases still add up to 1.
         share = share | {P.GPU_IDLE: gpu_section.idle_share}
         ms = ms | {P.GPU_IDLE: gpu_section.idle_ms_per_step or 0.0}
-    trials = _trials(record, findings)
+    findings, trials = _trials(record, findings)
     return Report(
         report_version=REPORT_VERSION,
         target=record.target,
@@ -405,11 +405,14 @@ def _whatif(record: RunRecord, b: Breakdown) -> WhatIfResult:
     )
 
 
-def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
-    """The record's trials; the finding each one tried quotes its measurement next to its prediction."""
+def _trials(record: RunRecord, findings: list[Finding]) -> tuple[list[Finding], list[Trial]]:
+    """The record's trials, and the findings with each trial folded in: the finding a trial tried
+    quotes its measurement next to its prediction (findings are frozen, so it is a new finding)."""
+    findings = list(findings)
     out: list[Trial] = []
     for t in record.trials.trials:
-        finding = next((f for f in findings if f.check == t.fix), None)
+        at = next((i for i, f in enumerate(findings) if f.check == t.fix), None)
+        finding = findings[at] if at is not None else None
         # The user reads the finding's number: quote that one (the plan-time one when the finding is gone).
         predicted = finding.expected_speedup if finding is not None else t.predicted_speedup
         trial = Trial(
@@ -427,15 +430,15 @@ def _trials(record: RunRecord, findings: list[Finding]) -> list[Trial]:
             t.loader_type,
             t.failed,
         )
-        if finding is not None and trial.quote:
-            finding.measured_speedup = t.measured_speedup
+        if at is not None and finding is not None and trial.quote:
             startup = f", worker start-up {t.startup_s:.2f} s kept apart" if t.startup_s is not None else ""
             spread = f" (95% interval {t.spread[0]:.2f}–{t.spread[1]:.2f}×{startup})" if len(t.spread) == 2 else ""
-            finding.evidence += f"; trial: {trial.quote}{spread}"
+            evidence = f"{finding.evidence}; trial: {trial.quote}{spread}"
+            findings[at] = replace(finding, measured_speedup=t.measured_speedup, evidence=evidence)
         out.append(trial)
     # The top finding's trial first: it is the one the verdict quotes.
     order: dict[str, int] = {f.check: i for i, f in enumerate(findings)}
-    return sorted(out, key=lambda t: order.get(t.fix, len(order)))
+    return findings, sorted(out, key=lambda t: order.get(t.fix, len(order)))
 
 
 def _matches(trial: Trial, findings: list[Finding]) -> bool:
