@@ -53,22 +53,16 @@ _ident = threading.get_ident
 
 
 class Controller:
-    """What the DataLoader hook does beyond observing: replay, drain, or stop (what-if phases), or
-    serve a fix trial's batches (``TRIAL`` with a ``batch_source``; without one, batches pass through)."""
-
-    OBSERVE, REPLAY, DRAIN, STOP, TRIAL = 0, 1, 2, 3, 4
+    """The DataLoader hook's seam to the doctor (``doctor/schedule.py``): ``serve``, when set, is
+    asked first for each counted batch and returns one, or ``PASS`` to let the fetch run as observed.
+    The hook keeps the last batch it fetched there, for the replay what-if."""
 
     def __init__(self) -> None:
-        self.mode = self.OBSERVE
+        self.serve: Callable[[Any, Callable[[Any], Any]], Any] | None = None
         self.last_batch: Any = None
-        self.drain_handler: Callable[[Any, Callable[[Any], Any]], Any] | None = None
-        self.batch_source: Callable[[Callable[[Any], Any]], Any] | None = None
-        # The script's own loader iterator in a fix trial's unchanged stretches: how many batches its
-        # workers hold ready is read from it at each step's end (doctor/trials.py ``ready_batches``).
-        self.script_iter: Any = None
 
 
-_PASS = object()  # _intercept: let the fetch run as observed
+PASS = object()  # Controller.serve: let the fetch run as observed
 
 
 class TorchHooks(Patcher):
@@ -340,9 +334,9 @@ class TorchHooks(Patcher):
             if first:
                 t = hooks._iter_started.pop(lid, t)
             counted = clock.fetch_begin(lid, t)
-            if counted and ctl.mode != Controller.OBSERVE:
-                served = hooks._intercept(it, original)
-                if served is not _PASS:
+            if counted and ctl.serve is not None:
+                served = ctl.serve(it, original)
+                if served is not PASS:
                     return served
             outer = clock.depth == 0
             if outer:
@@ -373,31 +367,6 @@ class TorchHooks(Patcher):
             return batch
 
         return __next__
-
-    def _intercept(self, it: Any, original: Callable[[Any], Any]) -> Any:
-        from supplyline.launch import StopTraining
-
-        ctl = self.ctl
-        if ctl.mode == Controller.REPLAY:
-            self.clock.add_fetch(True, 0.0, 0.0)
-            return ctl.last_batch
-        if ctl.mode == Controller.DRAIN and ctl.drain_handler is not None:
-            ctl.drain_handler(it, original)  # may begin a fix trial
-        if ctl.mode == Controller.TRIAL:
-            ctl.script_iter = it
-            return _PASS if ctl.batch_source is None else self._trial_fetch(original)
-        raise StopTraining()
-
-    def _trial_fetch(self, original: Callable[[Any], Any]) -> Any:
-        """A batch from the fix trial's loader, timed as the step's data wait."""
-        clock, source = self.clock, self.ctl.batch_source
-        t = _now()
-        clock.depth, clock.phase = 1, P.DATA_WAIT
-        try:
-            return source(original) if source is not None else _PASS
-        finally:
-            clock.depth, clock.phase = 0, None
-            clock.add_fetch(True, _now() - t, 0.0)
 
     # -- optimizer and backward ---------------------------------------------------------------
     def _hook_optimizers(self) -> None:

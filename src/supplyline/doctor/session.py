@@ -38,6 +38,7 @@ from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
 from supplyline.doctor import trial_crash
+from supplyline.doctor.schedule import Mode, Schedule
 from supplyline.doctor.trials import LOADER_FIXES, TRIAL_LABEL, TrialRunner, plan_trials, save_period
 from supplyline.launch import Outcome, StopTraining
 from supplyline.record import HostInfo, OutcomeInfo, RunRecord, TargetInfo, WhatIfInfo, new_version_fields
@@ -67,6 +68,7 @@ class DoctorSession:
         self.ctl = Controller()
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
+        self.schedule = Schedule(self.ctl, self.clock, self._drain)
         self.collectives = CollectiveHooks(self.clock)
         self.rank = rank  # torchrun's view of this process (doctor/ranks.py), None for one process
         self.sampler = StackSampler(self.clock, sampler_interval_s)
@@ -94,7 +96,6 @@ class DoctorSession:
         self.hooks.install()
         self.collectives.install()
         self.hooks.after_backward = self.collectives.take_blocked
-        self.ctl.drain_handler = self._drain
         try:
             self.syncs.install()
         except Exception as exc:  # an old torch without sync debug mode
@@ -214,14 +215,14 @@ class DoctorSession:
             st = self.clock.steps
             start = self.clock.t0 + st["start_s"][-1]
             tl.on_step_boundary(start, start + st["duration_s"][-1])
-        ctl = self.ctl
-        if ctl.mode == Controller.OBSERVE:
+        ctl, schedule = self.ctl, self.schedule
+        if schedule.mode is Mode.OBSERVE:
             if not self._limit_reached(n):
                 return
             self.observed_steps = n
             self.stop_message = f"stopped after {n} steps"
             if self.whatif.enabled and self.clock.train_loader is not None and ctl.last_batch is not None:
-                ctl.mode = Controller.REPLAY
+                schedule.enter(Mode.REPLAY)
                 self.clock.whatif_label = 1.0
                 _say_replay_starts(n, self.what_if_steps)
                 return
@@ -233,13 +234,13 @@ class DoctorSession:
                 self.whatif.note = "the training loop builds its batches itself: no loader to replay or drain"
             else:
                 self.whatif.note = "no training DataLoader was seen: nothing to replay or drain"
-            ctl.mode = Controller.STOP
+            schedule.enter(Mode.STOP)
             if self.clock.train_loader is None:
                 raise StopTraining()
-        elif ctl.mode == Controller.REPLAY and self.observed_steps is not None:
+        elif schedule.mode is Mode.REPLAY and self.observed_steps is not None:
             if n >= self.observed_steps + self.what_if_steps:
-                ctl.mode = Controller.DRAIN
-        elif ctl.mode == Controller.TRIAL:
+                schedule.enter(Mode.DRAIN)
+        elif schedule.mode is Mode.TRIAL:
             self._trial_step()
 
     # -- fix trials ---------------------------------------------------------------------------
@@ -253,7 +254,7 @@ class DoctorSession:
         if self.rank is not None and int(self.rank.get("world_size", 1)) > 1:
             info.note = "not run under torchrun: every rank would have to change its loader or writes the same way"
             return False
-        before = self.ctl.mode
+        before = self.schedule.mode
         try:
             from supplyline.analyze.report import build_report
 
@@ -300,32 +301,31 @@ class DoctorSession:
             self.trial.step_s = report.steps.step_ms_median / 1e3
             self._before_trial = (len(self.hooks.saves), self.hooks.logging_calls)
             self.clock.whatif_label = TRIAL_LABEL
-            self.ctl.mode = Controller.TRIAL
+            self.schedule.enter(Mode.TRIAL)
             if not self.trial.begin(plans, loader_object, first_step=len(now.steps["duration_s"])):
-                self.ctl.mode = before
+                self.schedule.enter(before)
                 return False
         except Exception as exc:  # a trial is a bonus: its failure is a note, the job stops as it would have
             self.trial.finish(f"the trial could not start ({type(exc).__name__}: {exc})")
             info.note = info.note or f"the trial could not start ({type(exc).__name__}: {exc})"
-            self.ctl.mode = before
+            self.schedule.enter(before)
             return False
-        self.ctl.batch_source = self._trial_batch if self.trial.wants_batches else None
+        self.schedule.batch_source = self._trial_batch if self.trial.wants_batches else None
         return True
 
     def _trial_step(self) -> None:
         try:
-            done = self.trial.on_step(self.clock.steps["duration_s"][-1], self.ctl.script_iter)
+            done = self.trial.on_step(self.clock.steps["duration_s"][-1], self.schedule.script_iter)
         except Exception as exc:
             self.trial.finish(f"the trial stopped early ({type(exc).__name__}: {exc})")
             done = True
         if done:
             self._end_trials()
         else:
-            self.ctl.batch_source = self._trial_batch if self.trial.wants_batches else None
+            self.schedule.batch_source = self._trial_batch if self.trial.wants_batches else None
 
     def _end_trials(self) -> None:
-        self.ctl.mode = Controller.STOP
-        self.ctl.batch_source = None
+        self.schedule.enter(Mode.STOP)
         if self.clock.train_loader is None:
             raise StopTraining()
 
@@ -336,7 +336,7 @@ class DoctorSession:
             self.trial.finish("the trial's loader yielded no batch")
         except Exception as exc:  # a worker that cannot start (spawn and an unpicklable dataset...)
             self.trial.fail(trial_crash.one_line(exc))
-        self.ctl.mode, self.ctl.batch_source = Controller.STOP, None
+        self.schedule.enter(Mode.STOP)
         raise StopTraining()
 
     def _monitor_snapshot(self) -> MonitorInfo:
