@@ -144,7 +144,7 @@ def _start_live(session, title: str):
     return None
 
 
-def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
+def _diagnose(target, out_dir: str, args: argparse.Namespace, rank: RankInfo | None = None) -> int:
     from supplyline.doctor.ranks import Terminated, rank_dir, write_started
     from supplyline.doctor.session import DoctorSession
     from supplyline.doctor.signals import HardExitHook, SigtermGuard, quiet_workers
@@ -163,7 +163,7 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank=None) -> int:
         what_if=args.what_if,
         what_if_steps=args.what_if_steps,
         sampler_interval_s=1.0 / args.sample_hz,
-        rank=rank.to_dict() if rank else None,
+        rank=rank,
         # The trial needs the job stopped by a limit: it runs in the steps after the observed ones.
         trials=args.try_fixes and (args.steps is not None or args.seconds is not None),
         try_steps=args.try_steps,

@@ -38,6 +38,7 @@ from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
 from supplyline.doctor import trial_crash
+from supplyline.doctor.ranks import RankInfo
 from supplyline.doctor.schedule import Mode, Schedule
 from supplyline.doctor.trials import LOADER_FIXES, TRIAL_LABEL, TrialRunner, plan_trials, save_period
 from supplyline.launch import Outcome, StopTraining
@@ -55,7 +56,7 @@ class DoctorSession:
         what_if_steps: int = 20,
         monitor_interval_s: float = 1.0,
         sampler_interval_s: float = 0.04,
-        rank: dict[str, Any] | None = None,
+        rank: RankInfo | None = None,
         timeline: Any = None,
         trials: bool = False,
         try_steps: int = 40,
@@ -251,7 +252,7 @@ class DoctorSession:
             if not info.note:
                 info.note = "fix trials off (--no-try, or not run by the doctor command)"
             return False
-        if self.rank is not None and int(self.rank.get("world_size", 1)) > 1:
+        if self.rank is not None and self.rank.world_size > 1:
             info.note = "not run under torchrun: every rank would have to change its loader or writes the same way"
             return False
         before = self.schedule.mode
@@ -447,7 +448,7 @@ class DoctorSession:
         c = self.collectives
         if self.rank is None and not c.ddp_models and not c.direct_calls:
             return None
-        return {**(self.rank or {}), "collectives": c.summary()}
+        return {**(self.rank.to_dict() if self.rank else {}), "collectives": c.summary()}
 
     def _dataset_spec(self, loader_id: int) -> str | None:
         """``MODULE:ATTR`` for the training dataset, so findings can give exact tune/preprocess commands."""
