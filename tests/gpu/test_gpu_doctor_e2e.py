@@ -17,6 +17,7 @@ from torch.utils.data import DataLoader, Dataset
 from supplyline import phases as P
 from supplyline.analyze.report import build_report
 from supplyline.collect.cuda_timeline import CudaTimeline
+from supplyline.doctor.options import DoctorOptions
 from supplyline.doctor.session import DoctorSession
 from supplyline.launch import Outcome
 from supplyline.record import RunRecord, TargetInfo
@@ -49,7 +50,8 @@ class SlowData(Dataset[torch.Tensor]):
 def run_session(tmp_path: object, timeline: CudaTimeline) -> RunRecord:
     model = nn.Linear(8, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    session = DoctorSession(TargetInfo("library", "train.py", [], "."), str(tmp_path), what_if=False, timeline=timeline)
+    options = DoctorOptions(what_if=False)
+    session = DoctorSession(TargetInfo("library", "train.py", [], "."), str(tmp_path), options, timeline=timeline)
     session.start()
     try:
         for k, x in enumerate(DataLoader(SlowData(), batch_size=1)):

@@ -145,6 +145,7 @@ def _start_live(session, title: str):
 
 
 def _diagnose(target, out_dir: str, args: argparse.Namespace, rank: RankInfo | None = None) -> int:
+    from supplyline.doctor.options import DoctorOptions
     from supplyline.doctor.ranks import Terminated, rank_dir, write_started
     from supplyline.doctor.session import DoctorSession
     from supplyline.doctor.signals import HardExitHook, SigtermGuard, quiet_workers
@@ -155,20 +156,9 @@ def _diagnose(target, out_dir: str, args: argparse.Namespace, rank: RankInfo | N
     root_dir = out_dir
     if rank is not None:  # one rank of a torchrun job: its own folder, the merge at the end
         out_dir = rank_dir(root_dir, rank.rank)
-    session = DoctorSession(
-        info,
-        out_dir,
-        steps=args.steps,
-        seconds=args.seconds,
-        what_if=args.what_if,
-        what_if_steps=args.what_if_steps,
-        sampler_interval_s=1.0 / args.sample_hz,
-        rank=rank,
-        # The trial needs the job stopped by a limit: it runs in the steps after the observed ones.
-        trials=args.try_fixes and (args.steps is not None or args.seconds is not None),
-        try_steps=args.try_steps,
-    )
-    if args.try_fixes and args.steps is None and args.seconds is None:
+    options = DoctorOptions.from_args(args)
+    session = DoctorSession(info, out_dir, options, rank=rank)
+    if options.trial_needs_a_limit:
         session.trials.note = "not run: the trial follows the observed steps, so it needs --steps N or --seconds T"
     try:
         session.start()

@@ -38,6 +38,7 @@ from supplyline.collect.stack_sampler import StackSampler
 from supplyline.collect.steps import StepClock
 from supplyline.collect.torch_hooks import Controller, TorchHooks
 from supplyline.doctor import trial_crash
+from supplyline.doctor.options import DoctorOptions
 from supplyline.doctor.ranks import RankInfo
 from supplyline.doctor.schedule import Mode, Schedule
 from supplyline.doctor.trials import LOADER_FIXES, TRIAL_LABEL, TrialRunner, plan_trials, save_period
@@ -50,36 +51,31 @@ class DoctorSession:
         self,
         target: TargetInfo,
         out_dir: str,
-        steps: int | None = None,
-        seconds: float | None = None,
-        what_if: bool = True,
-        what_if_steps: int = 20,
-        monitor_interval_s: float = 1.0,
-        sampler_interval_s: float = 0.04,
+        options: DoctorOptions | None = None,
         rank: RankInfo | None = None,
         timeline: Any = None,
-        trials: bool = False,
-        try_steps: int = 40,
     ) -> None:
+        o = options if options is not None else DoctorOptions()
+        self.options = o
         self.target = target
         self.out_dir = out_dir
-        self.steps_limit = steps
-        self.seconds_limit = seconds
-        self.what_if_steps = what_if_steps
+        self.steps_limit = o.steps
+        self.seconds_limit = o.seconds
+        self.what_if_steps = o.what_if_steps
         self.ctl = Controller()
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
         self.schedule = Schedule(self.ctl, self.clock, self._drain)
         self.collectives = CollectiveHooks(self.clock)
         self.rank = rank  # torchrun's view of this process (doctor/ranks.py), None for one process
-        self.sampler = StackSampler(self.clock, sampler_interval_s)
+        self.sampler = StackSampler(self.clock, o.sampler_interval_s)
         self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
-        self.monitor_interval_s = monitor_interval_s
+        self.monitor_interval_s = o.monitor_interval_s
         self.notes: list[str] = []
-        self.whatif = WhatIfInfo(enabled=what_if, ran=False, note="", steps_requested=what_if_steps)
+        self.whatif = WhatIfInfo(enabled=o.what_if, ran=False, note="", steps_requested=o.what_if_steps)
         self.observed_steps: int | None = None
-        self.trials = TrialsInfo(enabled=trials, steps_requested=try_steps)
+        self.trials = TrialsInfo(enabled=o.trials, steps_requested=o.try_steps)
         self.trial = TrialRunner(self.trials)
         self._before_trial: tuple[int, int] | None = None  # saves and logging calls seen when the trial began
         self.stop_message: str | None = None

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from supplyline.doctor.options import DoctorOptions
 from supplyline.launch import Outcome, StopTraining, _script_traceback
 from supplyline.record import RunRecord, TargetInfo
 
@@ -89,23 +90,21 @@ def watch(
     """
     result = Diagnosis(os.path.abspath(out))
     target = TargetInfo("library", name or default_name(), [], os.getcwd())
-    trials = try_fixes and (steps is not None or seconds is not None)  # the trial follows the observed steps
+    options = DoctorOptions(
+        steps=steps,
+        seconds=seconds,
+        what_if=what_if,
+        what_if_steps=what_if_steps,
+        sampler_interval_s=1.0 / sample_hz,
+        try_fixes=try_fixes,
+        try_steps=try_steps,
+    )
 
     def new_session() -> DoctorSession:
         from supplyline.doctor.session import DoctorSession  # torch loads here, not at import
 
-        session = DoctorSession(
-            target,
-            result.out,
-            steps=steps,
-            seconds=seconds,
-            what_if=what_if,
-            what_if_steps=what_if_steps,
-            sampler_interval_s=1.0 / sample_hz,
-            trials=trials,
-            try_steps=try_steps,
-        )
-        if try_fixes and not trials:
+        session = DoctorSession(target, result.out, options)
+        if options.trial_needs_a_limit:
             session.trials.note = "not run: the trial follows the observed steps, so it needs steps= or seconds="
         return session
 

@@ -40,11 +40,12 @@ class CallbackCore:
         """Called on the training thread when training starts (the clock keeps that thread)."""
         if self.session is not None:
             return
+        from supplyline.doctor.options import DoctorOptions
         from supplyline.doctor.session import DoctorSession
 
         argv = sys.argv or [""]
         target = TargetInfo("library", os.path.abspath(argv[0]) if argv[0] else self.framework, argv[1:], os.getcwd())
-        session = DoctorSession(target, self.out, steps=None, seconds=None, what_if=False)
+        session = DoctorSession(target, self.out, DoctorOptions(what_if=False))
         session.whatif.note = f"not run under the {self.framework} callback (it would alter the framework's loop)"
         session.notes.append(f"step boundaries come from {self.framework}'s callbacks")
         session.clock.external = True
