@@ -59,9 +59,6 @@ class DoctorSession:
         self.options = o
         self.target = target
         self.out_dir = out_dir
-        self.steps_limit = o.steps
-        self.seconds_limit = o.seconds
-        self.what_if_steps = o.what_if_steps
         self.ctl = Controller()
         self.clock = StepClock(on_step_closed=self._on_step_closed)
         self.hooks = TorchHooks(self.clock, self.ctl)
@@ -71,7 +68,6 @@ class DoctorSession:
         self.sampler = StackSampler(self.clock, o.sampler_interval_s)
         self.syncs = SyncCounter(self.sampler.is_user_file)
         self.monitor: Any = None
-        self.monitor_interval_s = o.monitor_interval_s
         self.notes: list[str] = []
         self.whatif = WhatIfInfo(enabled=o.what_if, ran=False, note="", steps_requested=o.what_if_steps)
         self.observed_steps: int | None = None
@@ -126,7 +122,9 @@ class DoctorSession:
 
             os.makedirs(self.out_dir, exist_ok=True)
             self.monitor = Monitor(
-                interval=self.monitor_interval_s, log=os.path.join(self.out_dir, "samples.jsonl"), pid=os.getpid()
+                interval=self.options.monitor_interval_s,
+                log=os.path.join(self.out_dir, "samples.jsonl"),
+                pid=os.getpid(),
             )
             self.monitor.report_log_errors = False  # named with the report files instead (log_failures)
             self.monitor.start()
@@ -192,7 +190,7 @@ class DoctorSession:
         return [error] if error else []
 
     def _stop_monitor(self) -> MonitorInfo:
-        info = MonitorInfo(interval_s=self.monitor_interval_s)
+        info = MonitorInfo(interval_s=self.options.monitor_interval_s)
         if self.monitor is None:
             return info
         try:
@@ -221,7 +219,7 @@ class DoctorSession:
             if self.whatif.enabled and self.clock.train_loader is not None and ctl.last_batch is not None:
                 schedule.enter(Mode.REPLAY)
                 self.clock.whatif_label = 1.0
-                _say_replay_starts(n, self.what_if_steps)
+                _say_replay_starts(n, self.options.what_if_steps)
                 return
             if self._begin_trials():  # no what-if phases: the trial follows the observed steps
                 return
@@ -235,7 +233,7 @@ class DoctorSession:
             if self.clock.train_loader is None:
                 raise StopTraining()
         elif schedule.mode is Mode.REPLAY and self.observed_steps is not None:
-            if n >= self.observed_steps + self.what_if_steps:
+            if n >= self.observed_steps + self.options.what_if_steps:
                 schedule.enter(Mode.DRAIN)
         elif schedule.mode is Mode.TRIAL:
             self._trial_step()
@@ -337,15 +335,15 @@ class DoctorSession:
         raise StopTraining()
 
     def _monitor_snapshot(self) -> MonitorInfo:
-        info = MonitorInfo(interval_s=self.monitor_interval_s)
+        info = MonitorInfo(interval_s=self.options.monitor_interval_s)
         if self.monitor is not None:
             info.samples = list(self.monitor.samples)
         return info
 
     def _limit_reached(self, n: int) -> bool:
-        if self.steps_limit is not None and n >= self.steps_limit:
+        if self.options.steps is not None and n >= self.options.steps:
             return True
-        return self.seconds_limit is not None and self.clock.elapsed() >= self.seconds_limit
+        return self.options.seconds is not None and self.clock.elapsed() >= self.options.seconds
 
     def _drain(self, it: Any, next_batch: Callable[[Any], Any]) -> None:
         """Loader-only what-if: pull batches with no consumer; skip the ones already prefetched."""
@@ -354,7 +352,7 @@ class DoctorSession:
         times: list[float] = []
         self.clock.depth = 1  # the drain is not the job's logging or data wait
         try:
-            for _ in range(queued + self.what_if_steps):
+            for _ in range(queued + self.options.what_if_steps):
                 times.append(time.perf_counter())
                 next_batch(it)
         except StopIteration:
@@ -429,8 +427,8 @@ class DoctorSession:
 
     def _ended_early_note(self) -> str:
         """Why the what-if phases did not run when the script ended on its own; advice only where it helps."""
-        limits = [f"--steps {self.steps_limit}"] if self.steps_limit is not None else []
-        limits += [f"--seconds {self.seconds_limit:g}"] if self.seconds_limit is not None else []
+        limits = [f"--steps {self.options.steps}"] if self.options.steps is not None else []
+        limits += [f"--seconds {self.options.seconds:g}"] if self.options.seconds is not None else []
         if limits:  # the user set a limit and the script ended first: a smaller one would leave room
             return f"the script ended before {' / '.join(limits)} was reached, so before the what-if phases"
         return "the script ended before the what-if phases (use --steps N or --seconds T)"
